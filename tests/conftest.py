@@ -1,0 +1,5 @@
+"""Makes tests/testkit importable from every test folder."""
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))

@@ -1,0 +1,63 @@
+# Firmware test runner: runs unchanged under the MicroPython unix port and
+# under CPython, because MicroPython has no unittest or pytest.
+#
+#   MICROPYPATH=firmware/lib:firmware:tests/firmware micropython tests/firmware/run.py [NAME...]
+#
+# Discovers tests/firmware/test_*.py, calls every function named test_*,
+# awaits it when it returns a coroutine, and prints one line per test and the
+# closing line "N passed, N failed" that CI reads. Exit status 1 on failure.
+import sys
+import os
+
+ROOT = "."
+for p in ("firmware/lib", "firmware", "tests/firmware"):
+    if p not in sys.path:
+        sys.path.append(p)
+
+try:
+    import asyncio
+except ImportError:  # pragma: no cover - every supported port has it
+    asyncio = None
+
+
+def _modules(names):
+    found = sorted(f[:-3] for f in os.listdir("tests/firmware")
+                   if f.startswith("test_") and f.endswith(".py"))
+    if names:
+        found = [m for m in found if m in names or m[5:] in names]
+    return found
+
+
+def _run_one(fn):
+    res = fn()
+    # A coroutine (CPython) or generator (MicroPython) means an async test.
+    if res is not None and asyncio is not None and (
+            hasattr(res, "send") or hasattr(res, "__await__")):
+        asyncio.run(res)
+
+
+def main(argv):
+    passed = failed = 0
+    for modname in _modules(argv):
+        mod = __import__(modname)
+        tests = sorted(n for n in dir(mod) if n.startswith("test_"))
+        for name in tests:
+            fn = getattr(mod, name)
+            try:
+                _run_one(fn)
+            except Exception as e:  # report and go on: one failure per line
+                failed += 1
+                print("FAIL %s.%s: %s: %s" % (modname, name, type(e).__name__, e))
+                if hasattr(sys, "print_exception"):
+                    sys.print_exception(e)
+                else:
+                    import traceback
+                    traceback.print_exc()
+            else:
+                passed += 1
+                print("ok   %s.%s" % (modname, name))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+sys.exit(main(sys.argv[1:]))

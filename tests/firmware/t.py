@@ -1,0 +1,48 @@
+# Tiny assertion helpers for firmware tests (MicroPython has no unittest).
+import os
+
+
+def eq(got, want, what=""):
+    if got != want:
+        raise AssertionError("%s: got %r, want %r" % (what or "value", got, want))
+
+
+def true(cond, what="condition"):
+    if not cond:
+        raise AssertionError(what)
+
+
+def raises(exc, fn, *args, **kw):
+    """Call fn; return the exception it raised, fail if it raised none."""
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        return e
+    raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc.__name__))
+
+
+_n = [0]
+
+
+def tmpdir(tag="t"):
+    """A fresh empty directory under /tmp for one test."""
+    _n[0] += 1
+    base = "/tmp/xz-fw-%d" % os.getpid() if hasattr(os, "getpid") else "/tmp/xz-fw"
+    for d in (base, "%s/%s%d" % (base, tag, _n[0])):
+        try:
+            os.mkdir(d)
+        except OSError:
+            pass
+    path = "%s/%s%d" % (base, tag, _n[0])
+    rmtree_contents(path)
+    return path
+
+
+def rmtree_contents(path):
+    for name in os.listdir(path):
+        p = path + "/" + name
+        if os.stat(p)[0] & 0x4000:
+            rmtree_contents(p)
+            os.rmdir(p)
+        else:
+            os.remove(p)

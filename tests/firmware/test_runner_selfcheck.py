@@ -1,0 +1,30 @@
+# Proves the runner really awaits async tests and sees failures as failures.
+import t
+
+try:
+    import asyncio
+except ImportError:
+    asyncio = None
+
+_ran = []
+
+
+async def test_async_body_runs():
+    await asyncio.sleep(0)
+    _ran.append("async")
+    t.eq(_ran[-1], "async")
+
+
+def test_raises_helper_catches_and_reports():
+    e = t.raises(ValueError, int, "x")
+    t.true(isinstance(e, ValueError))
+    t.raises(AssertionError, t.raises, ValueError, int, "3")
+
+
+def test_tmpdir_is_empty_and_writable():
+    d = t.tmpdir()
+    with open(d + "/f", "w") as f:
+        f.write("x")
+    import os
+    t.eq(os.listdir(d), ["f"])
+    t.eq(os.listdir(t.tmpdir()), [])

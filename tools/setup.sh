@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Prepare a fresh machine: Debian packages, then the project venv.
+# Idempotent and fast when already done: each step is skipped while its
+# inputs are unchanged (a stamp file holds their hash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+# --- Debian packages -------------------------------------------------------
+missing=()
+while read -r pkg; do
+  case "$pkg" in ''|'#'*) continue ;; esac
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done < tools/apt-packages.txt
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- Python venv -----------------------------------------------------------
+stamp="$VENV/.setup-stamp"
+want=$(cat requirements.txt pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+echo "setup: installing Python packages into $VENV"
+"$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt
+"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+echo "$want" > "$stamp"
