@@ -1,0 +1,1 @@
+"""xiaozhi-apps server: voice pipeline, App Runtime and control plane for the xiaozhi voice companion."""

@@ -1,0 +1,1 @@
+"""Voice pipeline stages: Opus codec, end-of-turn detection, resampling, sentence segmentation, paced sending."""

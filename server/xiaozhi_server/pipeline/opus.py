@@ -1,0 +1,79 @@
+"""Opus for the xiaozhi audio channel: 16 kHz 60 ms frames up, 24 kHz 60 ms frames down.
+
+Needs Debian's libopus0 (through opuslib). Both classes reuse one buffer
+per stream; one instance serves one stream and is not thread-safe.
+Encoding 10 s of 24 kHz audio takes about 20 ms, so callers may encode a
+sentence's frames in one go in the thread pool.
+"""
+import opuslib
+
+UP_RATE = 16000
+DOWN_RATE = 24000
+FRAME_MS = 60
+
+
+def frame_samples(rate, frame_ms=FRAME_MS):
+    return rate * frame_ms // 1000
+
+
+class OpusDecoder:
+    """Device frames to PCM (int16 little-endian mono); default 16 kHz, 60 ms."""
+
+    def __init__(self, rate=UP_RATE, frame_ms=FRAME_MS):
+        self.rate = rate
+        self.frame = frame_samples(rate, frame_ms)
+        self._dec = opuslib.Decoder(rate, 1)
+
+    def decode(self, packet):
+        """PCM bytes of one Opus packet (an empty packet means a lost frame: concealed)."""
+        if not packet:
+            return self._dec.decode(b"", self.frame, decode_fec=False)
+        return self._dec.decode(bytes(packet), self.frame)
+
+
+class OpusEncoder:
+    """PCM of any length to fixed 60 ms Opus frames; default 24 kHz for the device's speaker.
+
+    `encode(pcm)` returns the frames now complete; the remainder waits in a
+    preallocated buffer for the next call, and `flush()` pads it with
+    silence into a last frame.
+    """
+
+    def __init__(self, rate=DOWN_RATE, frame_ms=FRAME_MS, bitrate=32000, complexity=5):
+        self.rate = rate
+        self.frame = frame_samples(rate, frame_ms)
+        self.frame_bytes = self.frame * 2
+        self._enc = opuslib.Encoder(rate, 1, opuslib.APPLICATION_VOIP)
+        self._enc.bitrate = bitrate
+        self._enc.complexity = complexity
+        self._buf = bytearray(self.frame_bytes)
+        self._view = memoryview(self._buf)
+        self._fill = 0
+
+    def encode(self, pcm):
+        frames = []
+        src = memoryview(pcm)
+        pos = 0
+        n = len(src) & ~1
+        while pos < n:
+            take = min(self.frame_bytes - self._fill, n - pos)
+            self._view[self._fill:self._fill + take] = src[pos:pos + take]
+            self._fill += take
+            pos += take
+            if self._fill == self.frame_bytes:
+                frames.append(self._enc.encode(bytes(self._buf), self.frame))
+                self._fill = 0
+        return frames
+
+    def flush(self):
+        """The last partial frame padded with silence, or [] if nothing is pending."""
+        if not self._fill:
+            return []
+        self._view[self._fill:] = bytes(self.frame_bytes - self._fill)
+        self._fill = 0
+        return [self._enc.encode(bytes(self._buf), self.frame)]
+
+    def reset(self):
+        """Drop pending audio (barge-in) so the next reply starts clean."""
+        self._fill = 0
+        self._enc.reset_state()

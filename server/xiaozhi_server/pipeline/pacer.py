@@ -1,0 +1,111 @@
+"""Real-time paced sending of 60 ms audio frames to one device.
+
+The device's decode queue holds 40 frames and drops overflow, and it
+plays only what has arrived, so frames go out at the rate they play, at
+most `lead_frames` (default 3) ahead of the play head. Frame n of a reply
+plays at `start + n * frame`, where `start` is when frame 0 went out; it
+may leave no earlier than `lead_frames` frames before that. If the
+producer falls behind (the device ran dry), the timeline is re-anchored
+at the late frame rather than letting the pacer burst to catch up.
+
+`drain()` waits until the last frame has had time to play, so `tts stop`
+is not sent while the end of the reply is still in the device's queue.
+`cancel()` (barge-in) wakes every wait at once; `send` then returns False
+without sending until `reset()` starts the next reply.
+
+Figures, per reply: `frames`, `underruns`, `max_late` (seconds a frame
+left after its scheduled time; from a busy loop or a slow `send`),
+`max_ahead` (how long before its play time a frame left, never more than
+lead_frames * frame). With `record=True`, `records` keeps
+(sent_at, ahead, late) for every frame. `clock` and `sleep` can be
+replaced by a virtual clock in tests and benchmarks.
+"""
+import asyncio
+import time
+
+
+class Pacer:
+    def __init__(self, send, frame_ms=60, lead_frames=3, clock=time.monotonic, sleep=None, record=False):
+        self._send = send
+        self.frame = frame_ms / 1000.0
+        self.lead = lead_frames
+        self._clock = clock
+        self._sleep = sleep
+        self._cancelled = asyncio.Event()
+        self.record = record
+        self.reset()
+
+    def reset(self):
+        """Start a new reply: frame numbering restarts, a cancel is lifted."""
+        self._start = None
+        self._n = 0
+        self._cancelled.clear()
+        self.frames = 0
+        self.underruns = 0
+        self.max_late = 0.0
+        self.max_ahead = 0.0
+        self.records = []
+
+    @property
+    def cancelled(self):
+        return self._cancelled.is_set()
+
+    def cancel(self):
+        self._cancelled.set()
+
+    async def _wait(self, delay):
+        """Sleep `delay` seconds; True if a cancel interrupted it."""
+        if self._sleep is not None:
+            await self._sleep(delay)
+            return self._cancelled.is_set()
+        try:
+            await asyncio.wait_for(self._cancelled.wait(), delay)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def send(self, frame):
+        """Send one frame when its time comes. False if the reply was cancelled."""
+        if self._cancelled.is_set():
+            return False
+        now = self._clock()
+        n = self._n
+        if self._start is None:
+            self._start = now
+        elif now > self._start + n * self.frame:
+            # The device has played everything it had: restart the timeline here.
+            self._start = now - n * self.frame
+            self.underruns += 1
+        due = self._start + (n - self.lead) * self.frame
+        if now < due:
+            if await self._wait(due - now) or self._cancelled.is_set():
+                return False
+        scheduled = max(due, now)
+        await self._send(frame)
+        sent = self._clock()
+        late = sent - scheduled
+        ahead = self._start + n * self.frame - sent
+        self._n = n + 1
+        self.frames += 1
+        if late > self.max_late:
+            self.max_late = late
+        if ahead > self.max_ahead:
+            self.max_ahead = ahead
+        if self.record:
+            self.records.append((sent, ahead, late))
+        return True
+
+    def play_end(self):
+        """Clock time at which the device finishes the frames sent so far."""
+        if self._start is None:
+            return self._clock()
+        return self._start + self._n * self.frame
+
+    async def drain(self, tail=0.0):
+        """Wait until the sent audio has played (plus `tail` s). False if cancelled."""
+        delay = self.play_end() + tail - self._clock()
+        if self._cancelled.is_set():
+            return False
+        if delay > 0 and await self._wait(delay):
+            return False
+        return not self._cancelled.is_set()

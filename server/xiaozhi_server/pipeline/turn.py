@@ -1,0 +1,126 @@
+"""End-of-turn detection on 16 kHz PCM, on top of a VAD stream.
+
+Speech starts after `min_speech_ms` of windows scoring at least
+`threshold`; it ends after `silence_ms` of windows scoring below
+`off_threshold` (the lower second threshold keeps soft word endings
+inside the utterance). The default 300 ms silence keeps the turn snappy
+while the pauses between words and at commas (typically 100-250 ms) do
+not cut an utterance; raise it for slow speakers. `pre_roll_ms` of audio
+before the detected start is kept, because the VAD fires a little after
+the first syllable begins. An utterance longer than `max_utterance_s` is
+ended anyway.
+
+`feed(pcm)` (async, runs the VAD in the thread pool) or `feed_sync(pcm)`
+returns TurnEvents: "start", then "end" carrying the utterance PCM.
+`at_ms` is the stream position (ms of audio fed so far) where the decision
+was made. One detector serves one audio stream.
+"""
+import numpy as np
+
+from ..providers.workers import run_blocking
+
+RATE = 16000
+
+
+class TurnEvent:
+    __slots__ = ("kind", "audio", "at_ms", "forced")
+
+    def __init__(self, kind, at_ms, audio=None, forced=False):
+        self.kind = kind
+        self.at_ms = at_ms
+        self.audio = audio
+        self.forced = forced
+
+    def __repr__(self):
+        n = len(self.audio) // 2 if self.audio else 0
+        return "TurnEvent(%s at %d ms, %d samples)" % (self.kind, self.at_ms, n)
+
+
+class EndOfTurnDetector:
+    def __init__(self, vad_stream, threshold=0.5, off_threshold=0.35, min_speech_ms=96,
+                 silence_ms=300, pre_roll_ms=300, max_utterance_s=30):
+        self.vad = vad_stream
+        self.window = vad_stream.window
+        win_ms = self.window * 1000.0 / RATE
+        self.threshold = threshold
+        self.off_threshold = off_threshold
+        self.min_speech = max(1, int(round(min_speech_ms / win_ms)))
+        self.silence = max(1, int(round(silence_ms / win_ms)))
+        self.pre_roll = int(round(pre_roll_ms / win_ms))
+        self.max_windows = int(max_utterance_s * 1000 / win_ms)
+        self._pending = np.zeros(0, dtype="<i2")
+        self._history = []  # recent windows while idle: pre-roll plus the speech run
+        self._utterance = bytearray()
+        self._samples = 0
+        self.speaking = False
+        self._run = 0       # consecutive speech windows while idle
+        self._quiet = 0     # consecutive quiet windows while speaking
+        self._windows = 0   # windows in the current utterance
+
+    def reset(self):
+        self.vad.reset()
+        self._pending = np.zeros(0, dtype="<i2")
+        self._history = []
+        self._utterance = bytearray()
+        self.speaking = False
+        self._run = self._quiet = self._windows = 0
+
+    def _at_ms(self):
+        return self._samples * 1000 // RATE
+
+    def feed_sync(self, pcm):
+        samples = np.frombuffer(pcm, dtype="<i2")
+        if len(self._pending):
+            samples = np.concatenate((self._pending, samples))
+        events = []
+        w = self.window
+        pos = 0
+        while pos + w <= len(samples):
+            p = self.vad.probability(samples, pos)
+            self._samples += w
+            win = samples[pos:pos + w].tobytes()
+            pos += w
+            event = self._step(p, win)
+            if event is not None:
+                events.append(event)
+        self._pending = samples[pos:].copy()
+        return events
+
+    async def feed(self, pcm):
+        return await run_blocking(self.feed_sync, pcm)
+
+    def _step(self, p, win):
+        if not self.speaking:
+            self._history.append(win)
+            if len(self._history) > self.pre_roll + self.min_speech:
+                del self._history[0]
+            self._run = self._run + 1 if p >= self.threshold else 0
+            if self._run >= self.min_speech:
+                self.speaking = True
+                self._utterance = bytearray(b"".join(self._history))
+                self._history = []
+                self._quiet = 0
+                self._windows = self._run
+                return TurnEvent("start", self._at_ms())
+            return None
+        self._utterance += win
+        self._windows += 1
+        self._quiet = self._quiet + 1 if p < self.off_threshold else 0
+        if self._quiet >= self.silence:
+            return self._finish(False)
+        if self._windows >= self.max_windows:
+            return self._finish(True)
+        return None
+
+    def _finish(self, forced):
+        audio = bytes(self._utterance)
+        self._utterance = bytearray()
+        self.speaking = False
+        self._run = self._quiet = self._windows = 0
+        return TurnEvent("end", self._at_ms(), audio, forced)
+
+    def end_now(self):
+        """End the turn at once (push-to-talk release): the utterance so far, or None."""
+        if not self.speaking:
+            return None
+        return self._finish(True)

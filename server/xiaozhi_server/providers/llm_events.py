@@ -1,0 +1,68 @@
+"""Events an LLM provider's `stream_chat()` yields, in order.
+
+Zero or more `TextDelta` and `ToolCall`, then exactly one of `Done` or
+`LlmError`. Tool calls are yielded whole (id, name, parsed arguments),
+once the model has finished sending their pieces.
+"""
+
+
+class TextDelta:
+    __slots__ = ("text",)
+    kind = "text"
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return "TextDelta(%r)" % self.text
+
+
+class ToolCall:
+    """`arguments` is the parsed JSON object, or None when `raw_arguments` was not valid JSON."""
+
+    __slots__ = ("id", "name", "arguments", "raw_arguments", "error")
+    kind = "tool_call"
+
+    def __init__(self, id, name, raw_arguments):
+        import json
+        self.id = id
+        self.name = name
+        self.raw_arguments = raw_arguments
+        self.error = None
+        try:
+            args = json.loads(raw_arguments) if raw_arguments.strip() else {}
+            if not isinstance(args, dict):
+                raise ValueError("arguments are not a JSON object")
+            self.arguments = args
+        except ValueError as exc:
+            self.arguments = None
+            self.error = "invalid tool arguments: %s" % exc
+
+    def __repr__(self):
+        return "ToolCall(%r, %r, %r)" % (self.id, self.name, self.arguments)
+
+
+class Done:
+    __slots__ = ("finish_reason",)
+    kind = "done"
+
+    def __init__(self, finish_reason):
+        self.finish_reason = finish_reason
+
+    def __repr__(self):
+        return "Done(%r)" % self.finish_reason
+
+
+class LlmError:
+    """`reason` is one of: timeout, http, connection, bad_response, not_configured."""
+
+    __slots__ = ("reason", "message", "status")
+    kind = "error"
+
+    def __init__(self, reason, message, status=None):
+        self.reason = reason
+        self.message = message
+        self.status = status
+
+    def __repr__(self):
+        return "LlmError(%r, %r, status=%r)" % (self.reason, self.message, self.status)

@@ -1,0 +1,53 @@
+"""The LLM used when no model is configured: it says so, in the child's language.
+
+Config keys: `language` (en or zh; default: the script of the last user
+message). `choose_llm()` picks this provider when neither the config nor
+the environment names a model endpoint.
+"""
+import os
+
+from .lang import language_of
+from .llm_events import Done, TextDelta
+from .registry import create, register
+
+LINES = {
+    "en": "No language model is configured on the server.",
+    "zh": "服务器上还没有配置语言模型。",
+}
+
+
+def _last_user_text(messages):
+    for m in reversed(messages or []):
+        if m.get("role") == "user" and isinstance(m.get("content"), str):
+            return m["content"]
+    return ""
+
+
+@register("llm", "none")
+class NoLlm:
+    configured = False
+
+    def __init__(self, config):
+        self.language = config.get("language")
+
+    def line(self, messages=None, language=None):
+        lang = language or self.language or language_of(_last_user_text(messages))
+        return LINES.get(lang, LINES["en"])
+
+    async def stream_chat(self, messages, tools=None, language=None, **_ignored):
+        yield TextDelta(self.line(messages, language))
+        yield Done("stop")
+
+
+def choose_llm(config=None):
+    """The configured LLM provider: `config["type"]` if given, else openai when
+    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `none`."""
+    config = dict(config or {})
+    if config.get("type"):
+        return create("llm", config)
+    if config.get("base_url") or config.get("model") or any(
+            os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY")):
+        config["type"] = "openai"
+    else:
+        config["type"] = "none"
+    return create("llm", config)

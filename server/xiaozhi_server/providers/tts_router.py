@@ -1,0 +1,32 @@
+"""Picks the voice by the script of the text: Han characters go to `zh`, the rest to `en`.
+
+Config: `{"type": "router", "en": {...tts config...}, "zh": {...}}`; the
+defaults are Piper for English and espeak-ng for Chinese. The router's
+`max_chars` is the smaller of its two voices' limits. A `voice` argument is
+ignored: each language's voice is fixed by its own config.
+"""
+from .lang import language_of
+from .registry import create, register
+from .tts_base import TtsProvider
+
+DEFAULT_VOICES = {"en": {"type": "piper"}, "zh": {"type": "espeak", "voice": "cmn-latn-pinyin"}}
+
+
+@register("tts", "router")
+class LanguageRouterTts(TtsProvider):
+    def __init__(self, config):
+        super().__init__(config)
+        self.voices = {}
+        for lang in ("en", "zh"):
+            self.voices[lang] = create("tts", config.get(lang) or DEFAULT_VOICES[lang])
+        self.max_chars = int(config.get("max_chars", min(v.max_chars for v in self.voices.values())))
+
+    def pick(self, text):
+        return self.voices[language_of(text)]
+
+    async def synthesize(self, text, voice=None):
+        return await self.pick(text).synthesize(text)
+
+    async def stream(self, text, voice=None):
+        async for chunk in self.pick(text).stream(text):
+            yield chunk
