@@ -1,0 +1,85 @@
+# Drives firmware/lib/ws.py through one scenario against a live server and
+# prints one JSON event per line ("EV {...}"). Runs unchanged under the
+# MicroPython unix port and CPython, so both interpreters are held to the
+# same wire behaviour.
+#
+#   ws_driver.py SCENARIO URL
+import sys
+import json
+
+import asyncio
+import ws
+
+
+def ev(**kw):
+    print("EV " + json.dumps(kw))
+
+
+def show(kind, data):
+    if kind == ws.TEXT:
+        ev(kind="text", data=data)
+    elif kind == ws.BINARY:
+        b = bytes(data)
+        ev(kind="binary", n=len(b), ok=b == _pattern(len(b)))
+    else:
+        ev(kind="close", code=data[0], reason=data[1])
+
+
+def _pattern(n):
+    return bytes((i * 7 + 3) & 0xFF for i in range(n))
+
+
+HEADERS = {"Authorization": "Bearer tok123", "Protocol-Version": "1",
+           "Device-Id": "aa:bb:cc:dd:ee:ff", "Client-Id": "uuid-1"}
+
+
+async def run(scenario, url):
+    max_size = 1024 if scenario == "too_big" else 131072
+    timeout = 300 if scenario == "timeout" else 5000
+    try:
+        conn = await ws.connect(url + "/" + scenario, HEADERS, timeout_ms=timeout,
+                                max_size=max_size)
+    except ws.HandshakeError as e:
+        ev(kind="handshake_error", status=e.status, message=str(e))
+        return
+    ev(kind="open")
+    try:
+        if scenario == "echo":
+            show(*await conn.recv())  # the headers the server saw
+            await conn.send_text("héllo")
+            show(*await conn.recv())
+            for n in (5, 300, 70000):
+                await conn.send_binary(_pattern(n))
+                show(*await conn.recv())
+            await conn.close(1000, "done")
+        elif scenario == "fragmented":
+            show(*await conn.recv())
+            show(*await conn.recv())
+            await conn.close()
+        elif scenario == "ping":
+            await conn.ping(b"hi")
+            show(*await conn.recv())
+            await conn.close()
+        elif scenario in ("server_close", "drop"):
+            show(*await conn.recv())
+            show(*await conn.recv())
+            try:
+                await conn.send_text("late")
+                ev(kind="sent_after_close")
+            except ws.ConnectionClosed:
+                ev(kind="send_refused")
+        else:  # servers that misbehave: garbage frames, too big
+            while True:
+                show(*await conn.recv())
+    except ws.ProtocolError as e:
+        ev(kind="protocol_error", code=e.code, message=str(e),
+           big=isinstance(e, ws.MessageTooBig))
+    ev(kind="end", closed=conn.closed, code=conn.close_code)
+    try:
+        await conn.recv()
+        ev(kind="recv_after_close")
+    except ws.ConnectionClosed:
+        ev(kind="recv_refused")
+
+
+asyncio.run(run(sys.argv[1], sys.argv[2]))
