@@ -1,0 +1,156 @@
+# Host I2S: the mic yields Opus frames, the speaker takes Opus frames,
+# both paced on the simulated clock like the board's I2S DMA.
+#
+# The board encodes and decodes Opus in a C module next to I2S, so the HAL
+# boundary is the Opus frame. Host sources and sinks:
+#   mic.feed_frames(dir_or_list)  pre-encoded frames (any interpreter):
+#                                 a directory of files, one frame each,
+#                                 taken in name order, or a list of bytes
+#   mic.feed_wav(path)            16 kHz mono WAV, encoded here (CPython)
+#   speaker                       one reply per begin_reply()/end_reply():
+#                                 reply_NNNN.wav (decoded, CPython) and
+#                                 reply_NNNN/ with the raw frames (always)
+from hal.host import fs, opus, wav
+
+FRAME_MS = 60
+_SPEAKER_LEAD_MS = 240  # what the I2S DMA buffers ahead before write blocks
+
+
+def _frames_from_dir(path):
+    return [fs.read_bytes(fs.join(path, n)) for n in sorted(_listdir(path))]
+
+
+def _listdir(path):
+    import os
+    return [n for n in os.listdir(path) if not n.startswith(".")]
+
+
+class HostMic:
+    def __init__(self, clock, sample_rate=16000, frame_ms=FRAME_MS):
+        self._clock = clock
+        self.sample_rate = sample_rate
+        self.frame_ms = frame_ms
+        self._queue = []
+        self._running = False
+        self._next_at = None
+
+    def feed_frames(self, frames):
+        if isinstance(frames, str):
+            frames = _frames_from_dir(frames)
+        self._queue.extend(frames)
+
+    def feed_wav(self, path):
+        rate, channels, pcm = wav.read(path)
+        if rate != self.sample_rate or channels != 1:
+            raise ValueError("%s: mic input must be %d Hz mono" % (path, self.sample_rate))
+        self._queue.extend(opus.encode_pcm(pcm, rate, self.frame_ms))
+
+    def pending(self):
+        return len(self._queue)
+
+    def start(self):
+        self._running = True
+        self._next_at = self._clock.ticks_ms()
+
+    def stop(self):
+        self._running = False
+
+    async def read_frame(self, buf):
+        """Wait for the next frame slot; copy one Opus frame into buf.
+
+        Returns its length, or 0 for a slot with nothing to say (silence,
+        like Opus DTX). A frame larger than buf raises ValueError.
+        """
+        if not self._running:
+            self.start()
+        self._next_at += self.frame_ms
+        wait = self._next_at - self._clock.ticks_ms()
+        if wait > 0:
+            await self._clock.sleep_ms(wait)
+        elif wait < -self.frame_ms * 4:
+            self._next_at = self._clock.ticks_ms()  # the reader fell behind
+        if not self._queue:
+            return 0
+        frame = self._queue.pop(0)
+        n = len(frame)
+        if n > len(buf):
+            raise ValueError("Opus frame of %d bytes > buffer %d" % (n, len(buf)))
+        buf[:n] = frame
+        return n
+
+
+class HostSpeaker:
+    def __init__(self, clock, out_dir, sample_rate=24000, frame_ms=FRAME_MS):
+        self._clock = clock
+        self.out_dir = out_dir
+        self.sample_rate = sample_rate
+        self.frame_ms = frame_ms
+        self.volume = 70
+        self.replies = []  # list of lists of frames, one per reply
+        self._current = None
+        self._play_until = 0
+        self._count = len([n for n in _listdir(out_dir) if n.startswith("reply_")]) \
+            if fs.isdir(out_dir) else 0
+
+    def configure(self, sample_rate, frame_ms=FRAME_MS):
+        self.sample_rate = sample_rate
+        self.frame_ms = frame_ms
+
+    def set_volume(self, volume):
+        self.volume = max(0, min(100, int(volume)))
+
+    def begin_reply(self):
+        if self._current is not None:
+            self.end_reply()
+        self._current = []
+        self.replies.append(self._current)
+
+    async def write_frame(self, frame):
+        """Queue one Opus frame; waits while the DMA buffer is full."""
+        if self._current is None:
+            self.begin_reply()
+        now = self._clock.ticks_ms()
+        if self._play_until < now:
+            self._play_until = now
+        ahead = self._play_until - now
+        if ahead > _SPEAKER_LEAD_MS:
+            await self._clock.sleep_ms(ahead - _SPEAKER_LEAD_MS)
+        self._current.append(bytes(frame))
+        self._play_until += self.frame_ms
+
+    async def drain(self):
+        """Wait until every queued frame has been played."""
+        left = self._play_until - self._clock.ticks_ms()
+        if left > 0:
+            await self._clock.sleep_ms(left)
+
+    def end_reply(self):
+        """Close the reply and write it out; returns the WAV path or None."""
+        frames, self._current = self._current, None
+        if not frames:
+            return None
+        self._count += 1
+        base = fs.join(self.out_dir, "reply_%04d" % self._count)
+        fs.makedirs(base)
+        for i, fr in enumerate(frames):
+            with open(fs.join(base, "%05d.opus" % i), "wb") as f:
+                f.write(fr)
+        if not opus.available():
+            return None
+        dec = opus.Decoder(self.sample_rate, self.frame_ms)
+        pcm = b"".join(dec.decode(fr) for fr in frames)
+        pcm = _scale(pcm, self.volume)
+        path = base + ".wav"
+        wav.write(path, self.sample_rate, pcm)
+        return path
+
+
+def _scale(pcm, volume):
+    """Apply the speaker volume the way the board's amp does (linear gain)."""
+    if volume >= 100:
+        return pcm
+    import array
+    a = array.array("h", pcm)
+    for i in range(len(a)):
+        a[i] = a[i] * volume // 100
+    return bytes(a)
