@@ -87,6 +87,7 @@ class HostSpeaker:
         self.frame_ms = frame_ms
         self.volume = 70
         self.replies = []  # list of lists of frames, one per reply
+        self.bad_frames = 0  # frames the decoder rejected
         self._current = None
         self._play_until = 0
         self._count = len([n for n in _listdir(out_dir) if n.startswith("reply_")]) \
@@ -138,8 +139,15 @@ class HostSpeaker:
         if not opus.available():
             return None
         dec = opus.Decoder(self.sample_rate, self.frame_ms)
-        pcm = b"".join(dec.decode(fr) for fr in frames)
-        pcm = _scale(pcm, self.volume)
+        silence = bytes(self.sample_rate * self.frame_ms // 1000 * 2)
+        parts = []
+        for fr in frames:
+            try:
+                parts.append(dec.decode(fr))
+            except Exception:  # a corrupt frame plays as silence, as on the board
+                self.bad_frames += 1
+                parts.append(silence)
+        pcm = _scale(b"".join(parts), self.volume)
         path = base + ".wav"
         wav.write(path, self.sample_rate, pcm)
         return path
