@@ -1,0 +1,1 @@
+"""MCP servers the xiaozhi server runs as its own stdio subprocesses."""

@@ -1,0 +1,1 @@
+"""The translate MCP server: zh→en, en→zh, any other language→zh, through the configured LLM."""

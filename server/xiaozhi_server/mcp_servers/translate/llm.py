@@ -1,0 +1,71 @@
+"""The language model the translator asks, from its own environment.
+
+Environment (the server passes its own OPENAI_* through to this process):
+OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (default gpt-4o-mini), and
+TRANSLATE_MODEL to use another model for translation only,
+TRANSLATE_TIMEOUT_S (default 15). With none of OPENAI_BASE_URL,
+OPENAI_API_KEY, OPENAI_MODEL set, no model is configured — the same rule
+the chat side uses.
+
+One non-streaming request per job, temperature 0.2, no tools: a
+translation is short, and the caller speaks it only once it is whole.
+"""
+import os
+
+# Imported with the process, not on the first call: importing openai takes
+# about half a second, which the child's first translation should not wait.
+import openai
+
+DEFAULT_MODEL = "gpt-4o-mini"
+TEMPERATURE = 0.2
+MAX_TOKENS = 1024
+
+
+class TranslateError(Exception):
+    """A failure the caller should hear about in plain words."""
+
+
+class TranslatorLlm:
+    def __init__(self, environ=None):
+        env = os.environ if environ is None else environ
+        self.base_url = env.get("OPENAI_BASE_URL") or None
+        self.api_key = env.get("OPENAI_API_KEY") or None
+        self.model = env.get("TRANSLATE_MODEL") or env.get("OPENAI_MODEL") or DEFAULT_MODEL
+        self.timeout = float(env.get("TRANSLATE_TIMEOUT_S") or 15)
+        self.configured = bool(self.base_url or self.api_key or env.get("OPENAI_MODEL"))
+        self._client = None
+
+    def _get_client(self):
+        if self._client is None:
+            # No retries: a dead endpoint should come back as an error the
+            # device can speak, not as a long silence.
+            self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key or "none",
+                                       timeout=self.timeout, max_retries=0)
+        return self._client
+
+    async def complete(self, messages):
+        """The model's reply text; raises TranslateError with a readable reason."""
+        if not self.configured:
+            raise TranslateError("no language model is configured for translation")
+        try:
+            response = await self._get_client().chat.completions.create(
+                model=self.model, messages=messages, temperature=TEMPERATURE,
+                max_tokens=MAX_TOKENS, stream=False)
+        except openai.APITimeoutError:
+            raise TranslateError("the language model did not answer within %g s" % self.timeout) from None
+        except openai.APIStatusError as exc:
+            raise TranslateError("the language model refused the translation (HTTP %d: %s)"
+                                 % (exc.status_code, _error_message(exc))) from None
+        except openai.APIError as exc:
+            raise TranslateError("the language model could not be reached: %s" % exc) from None
+        choices = response.choices or []
+        text = choices[0].message.content if choices and choices[0].message else None
+        if not text or not text.strip():
+            raise TranslateError("the language model returned no translation")
+        return text
+
+
+def _error_message(exc):
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    return (error or {}).get("message") or exc.message
