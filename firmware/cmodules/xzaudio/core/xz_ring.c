@@ -122,3 +122,11 @@ int xz_pkt_pop(xz_ring_t *r, uint8_t *dst, uint32_t cap) {
     STORE_REL(&r->tail, tail + 2 + (uint32_t)len);
     return len;
 }
+
+int xz_pkt_skip(xz_ring_t *r) {
+    int len = xz_pkt_peek_len(r);
+    if (len >= 0) {
+        STORE_REL(&r->tail, LOAD_RLX(&r->tail) + 2u + (uint32_t)len);
+    }
+    return len;
+}

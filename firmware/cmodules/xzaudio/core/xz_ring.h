@@ -44,4 +44,7 @@ int xz_pkt_peek_len(const xz_ring_t *r);
  * -2 when dst is too small (the packet stays queued). */
 int xz_pkt_pop(xz_ring_t *r, uint8_t *dst, uint32_t cap);
 
+/* Discards the next packet; returns its length, or -1 when empty. */
+int xz_pkt_skip(xz_ring_t *r);
+
 #endif

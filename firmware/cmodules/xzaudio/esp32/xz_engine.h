@@ -1,0 +1,59 @@
+/* Board audio engine (ESP-IDF only): I2S full duplex, the codec task that
+ * owns every libopus call, and the MP3 task. The MicroPython binding talks
+ * to it only through this header; all calls are non-blocking except
+ * xz_engine_call, which runs a function on the codec task's large stack
+ * and waits for it.
+ *
+ * Compiled only with ESP-IDF 5.x (driver/i2s_std.h, FreeRTOS,
+ * espressif/esp_audio_codec); not built on the host.
+ */
+#ifndef XZ_ENGINE_H
+#define XZ_ENGINE_H
+
+#include <stdint.h>
+
+typedef struct {
+    int mclk, bclk, ws, dout, din; /* GPIO numbers; -1 = unused */
+    uint32_t rate;                 /* I2S rate for both directions (24000) */
+} xz_pins_t;
+
+/* Board wiring of the Sening xiaozhi ESP32-S3 (ES8311 codec). */
+#define XZ_PINS_DEFAULT {.mclk = 38, .bclk = 14, .ws = 13, .dout = 45, .din = 12, .rate = 24000}
+
+int xz_engine_start(const xz_pins_t *pins); /* 0 or an esp_err_t */
+void xz_engine_stop(void);
+
+/* Runs fn(arg) on the codec task (40+ KB stack for libopus) and waits. */
+int xz_engine_call(void (*fn)(void *), void *arg);
+
+/* Microphone: 16 kHz Opus packets of frame_ms, one per queue entry. */
+int xz_mic_start(uint32_t opus_rate, uint32_t frame_ms);
+void xz_mic_stop(void);
+int xz_mic_pop(uint8_t *dst, uint32_t cap); /* length, -1 empty, -2 dst too small */
+int xz_mic_readable(void);
+
+/* Speaker: Opus packets at the rate the server announced. */
+int xz_spk_start(uint32_t opus_rate);
+int xz_spk_push(const uint8_t *pkt, uint32_t len); /* 0, or -1 queue full (dropped) */
+int xz_spk_writable(uint32_t len);
+void xz_spk_flush(void);
+void xz_spk_volume(int percent);
+
+/* MP3 from the SD card (VFS path). Events as in the binding. */
+#define XZ_MP3_EV_END 1
+#define XZ_MP3_EV_STOPPED 2
+#define XZ_MP3_EV_ERROR 3
+#define XZ_MP3_IDLE 0
+#define XZ_MP3_PLAYING 1
+#define XZ_MP3_PAUSED 2
+int xz_mp3_play(const char *path);
+void xz_mp3_pause(int paused);
+void xz_mp3_stop(void);
+int xz_mp3_state(void);
+int xz_mp3_event(void); /* next event or -1 */
+int xz_mp3_event_pending(void);
+
+/* mic_dropped, spk_dropped, spk_underruns, mic_frames */
+void xz_engine_stats(uint32_t out[4]);
+
+#endif
