@@ -47,6 +47,7 @@ _SIGS = {
     "xz_ring_write": (ctypes.c_uint32, [ctypes.POINTER(Ring), ctypes.c_char_p, ctypes.c_uint32]),
     "xz_ring_read": (ctypes.c_uint32, [ctypes.POINTER(Ring), ctypes.c_void_p, ctypes.c_uint32]),
     "xz_pkt_push": (ctypes.c_int, [ctypes.POINTER(Ring), ctypes.c_char_p, ctypes.c_uint32]),
+    "xz_pkt_skip": (ctypes.c_int, [ctypes.POINTER(Ring)]),
     "xz_pkt_peek_len": (ctypes.c_int, [ctypes.POINTER(Ring)]),
     "xz_pkt_pop": (ctypes.c_int, [ctypes.POINTER(Ring), ctypes.c_void_p, ctypes.c_uint32]),
     "xz_frame_samples": (ctypes.c_uint32, [ctypes.c_uint32, ctypes.c_uint32]),

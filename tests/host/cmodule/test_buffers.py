@@ -166,3 +166,11 @@ def test_resampler_refuses_oversized_calls(core):
     out = (ctypes.c_int16 * 8000)()
     assert core.lib.xz_rs_process(ctypes.byref(r), src, xzcore.RS_MAX_IN + 1, out, 8000) == -1
     assert core.lib.xz_rs_process(ctypes.byref(r), src, 100, out, 10) == -1
+
+
+def test_flushing_the_speaker_queue_skips_whole_packets(core):
+    _, r = ring(core, 256)
+    for p in (b"a" * 10, b"", b"c" * 30):
+        push(core, r, p)
+    assert [core.lib.xz_pkt_skip(ctypes.byref(r)) for _ in range(4)] == [10, 0, 30, -1]
+    assert core.lib.xz_ring_used(ctypes.byref(r)) == 0
