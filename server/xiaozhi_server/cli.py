@@ -1,0 +1,78 @@
+"""xiaozhi-server: run the server (what `make run` calls).
+
+    xiaozhi-server run [--config var/server.yaml] [--host H] [--port 8000]
+                       [--http-port 8003] [--insecure] [-v]
+"""
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from . import config as configmod
+
+
+def _run(args):
+    try:
+        cfg = configmod.load(args.config)
+    except configmod.ConfigError as e:
+        print("xiaozhi-server: %s" % e, file=sys.stderr)
+        return 2
+    if args.host:
+        cfg["server"]["host"] = args.host
+    if args.port is not None:
+        cfg["server"]["ws_port"] = args.port
+    if args.http_port is not None:
+        cfg["server"]["http_port"] = args.http_port
+    host = cfg["server"]["host"]
+    if not configmod.is_loopback(host) and not cfg["auth"]["tokens"] and not args.insecure:
+        print("xiaozhi-server: binding %s exposes the server to the network: set a token "
+              "(auth.tokens or XIAOZHI_TOKEN), or pass --insecure" % host, file=sys.stderr)
+        return 2
+    from .server import XiaozhiServer
+
+    async def main():
+        server = XiaozhiServer(cfg)
+        try:
+            await server.start()
+        except Exception as e:
+            print("xiaozhi-server: could not start: %s" % e, file=sys.stderr)
+            await server.stop()
+            return 1
+        llm = "configured (%s)" % getattr(server.services.llm, "model", "openai") \
+            if server.services.llm_configured else "none configured (chat says so)"
+        print("xiaozhi-server running")
+        print("  WebSocket : %s" % server.ws.url)
+        print("  OTA       : %s" % server.http.ota_url)
+        print("  MQTT      : %s%s" % (server.broker.url, " (started here)" if server.broker.started_here else ""))
+        print("  LLM       : %s" % llm)
+        print("  config    : %s" % (args.config or configmod.DEFAULT_PATH))
+        sys.stdout.flush()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        print("xiaozhi-server stopping")
+        await server.stop()
+        return 0
+
+    return asyncio.run(main())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="xiaozhi-server", description="xiaozhi-apps server")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the server")
+    r.add_argument("--config", help="YAML config file (default %s, written on first start)" % configmod.DEFAULT_PATH)
+    r.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    r.add_argument("--port", type=int, help="WebSocket port (default 8000)")
+    r.add_argument("--http-port", type=int, help="OTA/HTTP port (default 8003)")
+    r.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
+    r.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
+    if args.cmd == "run":
+        return _run(args)
+    return 2

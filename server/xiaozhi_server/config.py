@@ -1,0 +1,131 @@
+"""Server configuration: documented defaults, a YAML file, then env vars.
+
+Precedence, lowest first: DEFAULTS below, the YAML file (written with
+these defaults on first start, so a person can read and edit it), then
+environment variables (ENV_OVERRIDES; the LLM also reads the `openai`
+client's own OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL).
+"""
+import copy
+import os
+
+import yaml
+
+DEFAULT_PATH = os.path.join("var", "server.yaml")
+
+DEFAULTS = {
+    "server": {
+        # Loopback by default: binding anything else needs a token or --insecure.
+        "host": "127.0.0.1",
+        "ws_port": 8000,
+        "ws_path": "/xiaozhi/v1/",
+        "http_port": 8003,
+        # Host name devices use to reach this server (OTA answers carry it).
+        "public_host": None,
+    },
+    "auth": {
+        # Tokens accepted in "Authorization: Bearer <token>" (or ?authorization=).
+        "tokens": [],
+        # Device-Id values allowed to connect; empty = any device.
+        "allowed_devices": [],
+    },
+    "session": {
+        "hello_timeout_s": 10,
+        # Say goodbye after this long without the user speaking.
+        "idle_timeout_s": 120,
+        "wake_words": ["你好小智", "小智小智", "小智", "hi esp", "hey xiaozhi", "hi xiaozhi", "xiaozhi"],
+        "exit_phrases": ["再见", "拜拜", "退下吧", "goodbye", "bye bye", "bye-bye"],
+        "language": "zh",
+        # Tool-call rounds per user turn before the model must answer in words.
+        "max_tool_rounds": 4,
+        "tool_timeout_s": 10,
+        # Turns of history kept per session (a turn = user + assistant).
+        "history_turns": 10,
+    },
+    "prompts": {
+        "agent": (
+            "You are Xiaozhi, a warm, patient voice companion for a young child. "
+            "Answer in the language the child used, in one to three short spoken "
+            "sentences, with simple words and no markdown, lists or emoji codes. "
+            "Begin each reply with one emoji that shows your feeling."
+        ),
+    },
+    "vad": {"type": "silero", "silence_ms": 300, "threshold": 0.5},
+    "asr": {"type": "whisper"},
+    "tts": {
+        "type": "fallback",
+        "providers": [{"type": "router"}, {"type": "espeak", "voice": "en-us"}],
+    },
+    # Empty: OpenAI-compatible if OPENAI_* is set, else the "no model" line.
+    "llm": {},
+    "mqtt": {
+        # Empty: start Debian's mosquitto on 127.0.0.1:1883 if nothing listens there.
+        "url": None,
+    },
+}
+
+ENV_OVERRIDES = {
+    "XIAOZHI_HOST": ("server", "host", str),
+    "XIAOZHI_WS_PORT": ("server", "ws_port", int),
+    "XIAOZHI_HTTP_PORT": ("server", "http_port", int),
+    "XIAOZHI_PUBLIC_HOST": ("server", "public_host", str),
+    "XIAOZHI_TOKEN": ("auth", "tokens", lambda v: [t for t in v.split(",") if t]),
+    "MQTT_URL": ("mqtt", "url", str),
+}
+
+
+class ConfigError(Exception):
+    pass
+
+
+def merge(base, over, where="config"):
+    """Deep-merge `over` into a copy of `base`; unknown top-level sections are errors."""
+    out = copy.deepcopy(base)
+    for key, value in (over or {}).items():
+        if isinstance(out.get(key), dict) and isinstance(value, dict) and key not in ("llm", "asr", "tts", "vad"):
+            out[key] = merge(out[key], value, where + "." + key)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load(path=None, env=None, write_default=True):
+    """The effective configuration as a dict."""
+    env = os.environ if env is None else env
+    path = path or DEFAULT_PATH
+    data = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            try:
+                data = yaml.safe_load(f) or {}
+            except yaml.YAMLError as e:
+                raise ConfigError("%s is not valid YAML: %s" % (path, e))
+        if not isinstance(data, dict):
+            raise ConfigError("%s must hold a mapping of sections" % path)
+        unknown = sorted(set(data) - set(DEFAULTS))
+        if unknown:
+            raise ConfigError("%s: unknown section(s) %s (known: %s)"
+                              % (path, ", ".join(unknown), ", ".join(DEFAULTS)))
+    elif write_default:
+        write_defaults(path)
+    cfg = merge(DEFAULTS, data)
+    for var, (section, key, conv) in ENV_OVERRIDES.items():
+        if env.get(var):
+            try:
+                cfg[section][key] = conv(env[var])
+            except ValueError:
+                raise ConfigError("%s=%r is not a valid %s.%s" % (var, env[var], section, key))
+    return cfg
+
+
+def write_defaults(path):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# xiaozhi-apps server configuration (written with the defaults on first start).\n"
+                "# Environment variables override it: %s,\n"
+                "# and OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL for the language model.\n"
+                % ", ".join(sorted(ENV_OVERRIDES)))
+        yaml.safe_dump(DEFAULTS, f, allow_unicode=True, sort_keys=False)
+
+
+def is_loopback(host):
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")

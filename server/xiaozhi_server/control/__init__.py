@@ -1,0 +1,1 @@
+"""The parents' control plane: the MQTT broker, control requests to devices, schedules."""

@@ -1,0 +1,135 @@
+"""The MCP client of one device's tool server, over the session's `mcp` messages.
+
+After a hello with features.mcp the server sends `initialize`, then
+`tools/list` pages following `nextCursor` to the end (stock servers that
+stop at the first page lose tools). Request ids come from two ranges so a
+tool call can never be mistaken for the answer to initialize or a list
+page. Device errors may lack `code` (stock firmware): accepted. A call
+that gets no answer within its timeout becomes an error result the LLM
+can read; nothing raises into the dialogue.
+"""
+import asyncio
+import logging
+
+from .. import protocol as proto
+from .tools import Tool, ToolOutcome
+
+log = logging.getLogger(__name__)
+
+LIST_IDS = 1        # initialize and tools/list pages: 1, 2, 3, ...
+CALL_IDS = 10000    # tools/call: 10000 and up
+MAX_PAGES = 50
+
+
+class DeviceMcpError(Exception):
+    pass
+
+
+class DeviceMcp:
+    def __init__(self, send_payload, timeout_s=10):
+        """send_payload: async callable(jsonrpc dict) that wraps it in an mcp message."""
+        self._send = send_payload
+        self.timeout_s = timeout_s
+        self._next_list = LIST_IDS
+        self._next_call = CALL_IDS
+        self._pending = {}
+        self.tools = []          # declarations, in the device's order
+        self.server_info = None
+        self.ready = asyncio.Event()
+
+    # ---- requests ----
+
+    async def _request(self, method, params, call=False, timeout=None):
+        if call:
+            rid, self._next_call = self._next_call, self._next_call + 1
+        else:
+            rid, self._next_list = self._next_list, self._next_list + 1
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        try:
+            await self._send(proto.rpc_request(rid, method, params))
+            return await asyncio.wait_for(fut, timeout or self.timeout_s)
+        except asyncio.TimeoutError:
+            raise DeviceMcpError("the device did not answer %s within %g s" % (method, timeout or self.timeout_s))
+        finally:
+            self._pending.pop(rid, None)
+
+    def on_payload(self, payload):
+        """A JSON-RPC response from the device. True if it answered one of ours."""
+        rid = payload.get("id")
+        fut = self._pending.get(rid)
+        if fut is None or fut.done():
+            if "method" not in payload:
+                log.info("device MCP answer to unknown id %r ignored", rid)
+            return False
+        if "error" in payload:
+            err = payload["error"] or {}
+            fut.set_exception(DeviceMcpError(err.get("message") or "error %s" % err.get("code")))
+        else:
+            fut.set_result(payload.get("result"))
+        return True
+
+    async def start(self):
+        """initialize, then every tools/list page. Returns the declarations."""
+        info = await self._request("initialize", {
+            "protocolVersion": proto.MCP_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "xiaozhi-apps-server", "version": "0.1"},
+        })
+        if proto.validate("jsonrpc.initialize_result", info or {}) is not None:
+            log.warning("device initialize result is unusual: %s", proto.validate("jsonrpc.initialize_result", info or {}))
+        self.server_info = (info or {}).get("serverInfo")
+        tools, cursor, seen = [], None, set()
+        for _ in range(MAX_PAGES):
+            params = {"withUserTools": False}
+            if cursor:
+                params["cursor"] = cursor
+            page = await self._request("tools/list", params)
+            err = proto.validate("jsonrpc.tools_list_result", page)
+            if err:
+                raise DeviceMcpError("tools/list answer does not fit the protocol: %s" % err)
+            tools.extend(page["tools"])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+            if cursor in seen:
+                log.warning("device repeated tools/list cursor %r; stopping", cursor)
+                break
+            seen.add(cursor)
+        self.tools = tools
+        self.ready.set()
+        log.info("device offers %d tools: %s", len(tools), ", ".join(t["name"] for t in tools))
+        return tools
+
+    async def call(self, name, arguments, timeout=None):
+        """(text, is_error) of one device tool call."""
+        try:
+            result = await self._request("tools/call", {"name": name, "arguments": arguments or {}},
+                                         call=True, timeout=timeout)
+        except DeviceMcpError as e:
+            return "error: %s" % e, True
+        if not isinstance(result, dict):
+            return "error: the device sent no result", True
+        texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
+        return "\n".join(texts), bool(result.get("isError"))
+
+    def as_tools(self):
+        """Table entries for the LLM, one per device tool."""
+        out = []
+        for decl in self.tools:
+            name = decl["name"]
+
+            async def run(args, _name=name):
+                text, is_error = await self.call(_name, args)
+                return ToolOutcome(text, is_error=is_error)
+            out.append(Tool(name, decl.get("description"), decl.get("inputSchema"), "device", run))
+        return out
+
+    def has(self, name):
+        return any(t["name"] == name for t in self.tools)
+
+    def close(self):
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(DeviceMcpError("the device disconnected"))
+        self._pending.clear()

@@ -1,0 +1,113 @@
+"""The tool table one session's LLM sees: device tools, server MCP tools and
+the server's own tools, under names the LLM accepts, mapped back on call.
+
+Names given to the LLM are sanitised as stock servers do (any character
+outside [A-Za-z0-9_-] and CJK becomes "_": self.audio_speaker.set_volume ->
+self_audio_speaker_set_volume). A policy (an allowlist of real or
+sanitised names) filters what the LLM is offered AND what the executor
+runs: a call to a name outside it is refused even if the model invents it.
+"""
+import json
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def _is_cjk(ch):
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+
+
+def sanitize(name):
+    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or _is_cjk(c) else "_" for c in name)
+
+
+class ToolOutcome:
+    """What a tool call gives back to the dialogue.
+
+    text goes to the LLM as the tool result. end_turn stops the dialogue
+    after this call (a task took over, e.g. the repeater). say, when set,
+    is spoken to the user instead of asking the LLM again."""
+
+    __slots__ = ("text", "is_error", "end_turn", "say")
+
+    def __init__(self, text, is_error=False, end_turn=False, say=None):
+        self.text = text
+        self.is_error = is_error
+        self.end_turn = end_turn
+        self.say = say
+
+    def __repr__(self):
+        return "ToolOutcome(%r, is_error=%r, end_turn=%r)" % (self.text, self.is_error, self.end_turn)
+
+
+class Tool:
+    """name: the real name (e.g. self.mp3.play); origin: device | server | builtin.
+    run: async callable(arguments dict) -> ToolOutcome."""
+
+    __slots__ = ("name", "llm_name", "description", "schema", "origin", "run")
+
+    def __init__(self, name, description, schema, origin, run):
+        self.name = name
+        self.llm_name = sanitize(name)
+        self.description = description or ""
+        self.schema = schema or {"type": "object", "properties": {}}
+        self.origin = origin
+        self.run = run
+
+    def declaration(self):
+        """The OpenAI Chat Completions form."""
+        return {"type": "function", "function": {
+            "name": self.llm_name, "description": self.description, "parameters": self.schema}}
+
+
+class ToolTable:
+    def __init__(self):
+        self._by_llm = {}
+
+    def add(self, tool):
+        old = self._by_llm.get(tool.llm_name)
+        if old is not None and old.name != tool.name:
+            log.warning("tool %s hides %s (same name for the LLM)", tool.name, old.name)
+        self._by_llm[tool.llm_name] = tool
+
+    def replace_origin(self, origin, tools):
+        """Swap every tool of one origin (a fresh device tool list, say)."""
+        for k in [k for k, t in self._by_llm.items() if t.origin == origin]:
+            del self._by_llm[k]
+        for t in tools:
+            self.add(t)
+
+    def names(self):
+        return sorted(t.name for t in self._by_llm.values())
+
+    def allowed(self, tool, policy):
+        """policy None = every tool; else a collection of real or sanitised names."""
+        if policy is None:
+            return True
+        return tool.name in policy or tool.llm_name in policy or tool.llm_name in {sanitize(p) for p in policy}
+
+    def declarations(self, policy=None):
+        return [t.declaration() for _k, t in sorted(self._by_llm.items()) if self.allowed(t, policy)]
+
+    def get(self, llm_or_real_name):
+        return self._by_llm.get(sanitize(llm_or_real_name))
+
+    async def call(self, llm_name, arguments, policy=None):
+        """Run one tool call from the LLM; never raises for a bad call."""
+        tool = self._by_llm.get(llm_name) or self.get(llm_name or "")
+        if tool is None:
+            return ToolOutcome("error: there is no tool named %s" % llm_name, is_error=True)
+        if not self.allowed(tool, policy):
+            log.warning("refused tool %s: not allowed in the current app", tool.name)
+            return ToolOutcome("error: the tool %s is not available in the current app" % tool.name,
+                               is_error=True)
+        if arguments is None:
+            return ToolOutcome("error: the arguments were not a JSON object", is_error=True)
+        try:
+            out = await tool.run(arguments)
+        except Exception as e:  # a tool's bug must not end the conversation
+            log.exception("tool %s failed", tool.name)
+            return ToolOutcome("error: %s failed: %s" % (tool.name, e), is_error=True)
+        if not isinstance(out, ToolOutcome):
+            out = ToolOutcome(out if isinstance(out, str) else json.dumps(out, ensure_ascii=False))
+        return out

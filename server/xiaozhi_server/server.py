@@ -1,0 +1,70 @@
+"""The whole server in one object: providers, server MCP processes, the
+MQTT broker, the WebSocket endpoint and the HTTP endpoint.
+
+    server = XiaozhiServer(config)
+    await server.start()     # everything listening; URLs on the object
+    ...
+    await server.stop()
+"""
+import logging
+import os
+
+from .control.broker import Broker
+from .mcp.tools import Tool, ToolOutcome
+from .services import Services
+from .transport.http_server import HttpServer
+from .transport.ws_server import WsServer
+
+log = logging.getLogger(__name__)
+
+
+def default_mcp_config():
+    return os.path.join(os.path.dirname(__file__), "data", "mcp_servers.json")
+
+
+class XiaozhiServer:
+    def __init__(self, config, services=None, with_broker=True, with_mcp=True):
+        self.config = config
+        self.services = services or Services(config)
+        self.broker = Broker(config["mqtt"].get("url")) if with_broker else None
+        self.ws = WsServer(self.services)
+        self.http = HttpServer(self.services, self._ws_url_for)
+        self.with_mcp = with_mcp
+        self.mcp_processes = None
+
+    def _ws_url_for(self, host):
+        return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)
+
+    async def _start_mcp(self):
+        path = self.config.get("mcp_servers_file") or default_mcp_config()
+        if not os.path.exists(path):
+            return
+        from .mcp.server_processes import ServerProcesses
+        self.mcp_processes = ServerProcesses(path)
+        await self.mcp_processes.start()
+        tools = []
+        for decl in self.mcp_processes.tools():
+            async def run(args, _name=decl["name"]):
+                text, is_error = await self.mcp_processes.call(_name, args)
+                return ToolOutcome(text, is_error=is_error)
+            tools.append(Tool(decl["name"], decl.get("description"), decl.get("inputSchema"), "server", run))
+        self.services.set_server_tools(tools)
+        log.info("server MCP tools: %s", ", ".join(t.name for t in tools) or "none")
+
+    async def start(self):
+        if self.broker is not None:
+            await self.broker.start()
+            self.http.broker_url = self.broker.url
+        if self.with_mcp:
+            await self._start_mcp()
+        await self.ws.start()
+        await self.http.start()
+        return self
+
+    async def stop(self):
+        await self.ws.stop()
+        await self.http.stop()
+        if self.mcp_processes is not None:
+            await self.mcp_processes.close()
+        if self.broker is not None:
+            await self.broker.stop()

@@ -1,0 +1,1 @@
+"""One session per device connection: handshake, listening, dialogue, speaking."""

@@ -1,0 +1,123 @@
+"""The chat LLM side of a turn: history, system prompt, streaming, tool calls.
+
+`reply(user_text)` is an async iterator of sentences ready to speak. Text
+deltas go through the sentence segmenter so the first sentence is spoken
+while the model is still writing. Tool calls are executed through the
+session's ToolTable (which enforces the app's tool policy) and their
+results are fed back for another round, at most `max_rounds` times. A tool
+outcome with end_turn (a task took over) ends the turn; its `say` line,
+if any, is the last thing spoken.
+
+`emotion` is set from the model's leading emoji once the first text
+arrives; `on_emotion` is called with it once per turn.
+"""
+import contextlib
+import json
+import logging
+
+from ..pipeline.emotion import split_emotion
+from ..pipeline.segmenter import SentenceSegmenter
+from ..providers.llm_events import LlmError
+
+log = logging.getLogger(__name__)
+
+FALLBACK_LINES = {
+    "en": "Sorry, I could not think of an answer just now. Please try again.",
+    "zh": "抱歉，我刚才没想好，请再说一遍吧。",
+}
+
+
+class Dialogue:
+    def __init__(self, llm, tools, system_prompt, history_turns=10, max_rounds=4, language="zh"):
+        self.llm = llm
+        self.tools = tools
+        self.system_prompt = system_prompt
+        self.history = []
+        self.history_turns = history_turns
+        self.max_rounds = max_rounds
+        self.language = language
+        self.tool_policy = None      # None = every tool; else allowed names
+        self.last_error = None
+
+    def _messages(self):
+        return [{"role": "system", "content": self.system_prompt}] + self.history
+
+    def _trim(self):
+        # keep the last N user turns (a turn starts at a user message)
+        starts = [i for i, m in enumerate(self.history) if m["role"] == "user"]
+        if len(starts) > self.history_turns:
+            self.history = self.history[starts[-self.history_turns]:]
+
+    def add_assistant_line(self, text):
+        """Something the server said on its own (an opener) joins the history."""
+        self.history.append({"role": "assistant", "content": text})
+
+    async def reply(self, user_text, on_emotion=None):
+        self.history.append({"role": "user", "content": user_text})
+        self._trim()
+        language = "zh" if any("\u4e00" <= c <= "\u9fff" for c in user_text) else "en"
+        emotion_sent = False
+        seg = SentenceSegmenter()
+        for _round in range(self.max_rounds + 1):
+            text_parts, calls = [], []
+            head = ""  # text held back until the leading emoji is known
+            tools = self.tools.declarations(self.tool_policy) if _round < self.max_rounds else []
+            stream = self.llm.stream_chat(self._messages(), tools or None)
+            async with contextlib.aclosing(stream):
+                async for ev in stream:
+                    if ev.kind == "text":
+                        text_parts.append(ev.text)
+                        if not emotion_sent:
+                            head += ev.text
+                            if len(head.strip()) < 2:
+                                continue
+                            emotion, rest = split_emotion(head)
+                            emotion_sent = True
+                            if on_emotion is not None:
+                                await on_emotion(emotion or "neutral")
+                            chunk = rest
+                        else:
+                            chunk = ev.text
+                        for sentence in seg.feed(chunk):
+                            yield sentence
+                    elif ev.kind == "tool_call":
+                        calls.append(ev)
+                    elif ev.kind == "error":
+                        self.last_error = ev
+                        log.warning("LLM failed: %s %s", ev.reason, ev.message)
+            if head and not emotion_sent:
+                emotion, rest = split_emotion(head)
+                emotion_sent = True
+                if on_emotion is not None:
+                    await on_emotion(emotion or "neutral")
+                for sentence in seg.feed(rest):
+                    yield sentence
+            for sentence in seg.flush():
+                yield sentence
+            said = "".join(text_parts)
+            if not calls:
+                if said:
+                    self.history.append({"role": "assistant", "content": said})
+                elif self.last_error is not None:
+                    self.last_error = None
+                    line = FALLBACK_LINES.get(language, FALLBACK_LINES["en"])
+                    if on_emotion is not None and not emotion_sent:
+                        await on_emotion("sad")
+                    yield line
+                return
+            self.history.append({"role": "assistant", "content": said or None, "tool_calls": [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.raw_arguments or "{}"}} for c in calls]})
+            ended = None
+            for c in calls:
+                args = c.arguments if c.error is None else None
+                out = await self.tools.call(c.name, args)
+                log.info("tool %s(%s) -> %s", c.name, json.dumps(args, ensure_ascii=False)[:200], out.text[:200])
+                self.history.append({"role": "tool", "tool_call_id": c.id, "content": out.text})
+                if out.end_turn:
+                    ended = out
+            if ended is not None:
+                if ended.say:
+                    self.history.append({"role": "assistant", "content": ended.say})
+                    yield ended.say
+                return

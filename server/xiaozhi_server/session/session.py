@@ -1,0 +1,395 @@
+"""One device connection, from hello to goodbye.
+
+The session owns the per-connection state (audio params, protocol version,
+tool table, dialogue history, the reply being spoken) and routes each
+message to the part that handles it. Everything it holds goes away with
+the connection.
+
+Rules it keeps for the device's sake:
+- every message it sends is validated against the shared schema first;
+- an invalid or unknown message is logged and ignored, never fatal;
+- every reply belongs to an epoch; `abort` starts a new epoch, and output
+  of an older epoch (a late ASR result, LLM text, TTS audio) is dropped;
+- speech while the server speaks barges in (realtime mode, or during the
+  short greeting after a wake word, so no word after the wake word is lost).
+"""
+import asyncio
+import logging
+import time
+import uuid
+
+from .. import protocol as proto
+from ..mcp.device_client import DeviceMcp
+from ..mcp.tools import ToolTable
+from ..pipeline.emotion import EMOTION_EMOJI
+from ..pipeline.speaker import Speaker
+from .dialogue import Dialogue
+from .listener import Listener
+
+log = logging.getLogger(__name__)
+
+GREETINGS = {"zh": "我在呢，你说。", "en": "I'm here, go ahead."}
+FAREWELLS = {"zh": "好的，再见啦，想聊天随时叫我！", "en": "Okay, bye for now. Call me any time!"}
+IDLE_BYES = {"zh": "好久没听到你说话了，我先休息啦，想我就叫我。",
+             "en": "I haven't heard you for a while, so I'll rest now. Call me when you need me."}
+
+
+def _lang(text, default):
+    if any("\u4e00" <= c <= "\u9fff" for c in text):
+        return "zh"
+    return "en" if any(c.isalpha() for c in text) else default
+
+
+class Session:
+    def __init__(self, ws, services, device_id, client_id, protocol_version=1, peer=None):
+        self.ws = ws
+        self.services = services
+        self.cfg = services.config["session"]
+        self.id = uuid.uuid4().hex[:16]
+        self.device_id = device_id
+        self.client_id = client_id
+        self.version = protocol_version if protocol_version in (1, 2, 3) else 1
+        self.peer = peer
+        self.language = self.cfg.get("language", "zh")
+        self.hello = None
+        self.epoch = 0
+        self._epoch_t = 0.0         # when the current epoch began (the last abort)
+        self.reply_task = None
+        self.greeting = False
+        self.closed = False
+        self.last_activity = time.monotonic()
+        self.tools = ToolTable()
+        self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10))
+        self.speaker = Speaker(services.tts, self.send_json, self._send_audio, self.id)
+        self.dialogue = Dialogue(services.llm, self.tools, services.config["prompts"]["agent"],
+                                 history_turns=self.cfg.get("history_turns", 10),
+                                 max_rounds=self.cfg.get("max_tool_rounds", 4), language=self.language)
+        self.listener = None
+        self.rpc_handlers = {}      # method -> async fn(params) -> result (device requests)
+        self.turn_log = []          # per turn: latency figures (benchmarks read it)
+        self._tasks = set()
+        self._t0 = time.monotonic()
+        for tool in services.server_tools():
+            self.tools.add(tool)
+
+    # ---- sending ----
+
+    async def send_json(self, msg):
+        """Validate and send one message; False if the connection is gone."""
+        key = msg.get("type", "") + ":" + proto.DOWN
+        sid = proto.WS_SCHEMAS.get(key) or proto.WS_SCHEMAS.get(msg.get("type", "") + ":both")
+        err = proto.validate(sid, msg) if sid else "no schema for %r" % msg.get("type")
+        if err:
+            # A bug on our side: never put a malformed message on the wire.
+            log.error("not sending invalid %s message: %s", msg.get("type"), err)
+            return False
+        try:
+            await self.ws.send(proto.encode(msg))
+            return True
+        except Exception as e:
+            self._gone(e)
+            return False
+
+    async def _send_audio(self, packet):
+        ts = int((time.monotonic() - self._t0) * 1000)
+        data = packet if self.version == 1 else proto.pack_frame(self.version, packet, proto.FRAME_OPUS, ts)
+        try:
+            await self.ws.send(data)
+        except Exception as e:
+            self._gone(e)
+            raise asyncio.CancelledError()
+
+    async def _send_rpc(self, payload):
+        await self.send_json(proto.mcp(payload, session_id=self.id))
+
+    def _gone(self, e):
+        if not self.closed:
+            log.info("[%s] connection lost: %s", self.device_id, e)
+        self.closed = True
+
+    def spawn(self, coro):
+        t = asyncio.create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    # ---- lifecycle ----
+
+    async def run(self):
+        log.info("[%s] connected from %s (protocol v%d)", self.device_id, self.peer, self.version)
+        try:
+            if not await self._handshake():
+                return
+            self.spawn(self._watch_idle())
+            async for message in self.ws:
+                if isinstance(message, str):
+                    await self._on_text(message)
+                else:
+                    self._on_binary(message)
+        except Exception as e:
+            if not self.closed:
+                log.info("[%s] session ended: %s", self.device_id, e)
+        finally:
+            await self._cleanup()
+
+    async def _handshake(self):
+        deadline = time.monotonic() + self.cfg.get("hello_timeout_s", 10)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                message = await asyncio.wait_for(self.ws.recv(), max(left, 0.001))
+            except asyncio.TimeoutError:
+                log.info("[%s] no hello within %s s: closing", self.device_id, self.cfg.get("hello_timeout_s", 10))
+                await self.ws.close(4000, "no hello")
+                return False
+            if not isinstance(message, str):
+                log.info("[%s] binary frame before hello ignored", self.device_id)
+                continue
+            try:
+                msg = proto.decode_ws(message, proto.UP)
+            except proto.ProtoError as e:
+                log.info("[%s] before hello, ignored: %s", self.device_id, e)
+                continue
+            if msg["type"] != "hello":
+                log.info("[%s] %s before hello ignored", self.device_id, msg["type"])
+                continue
+            return await self._accept_hello(msg)
+
+    async def _accept_hello(self, msg):
+        self.hello = msg
+        s = self.services
+        self.listener = Listener(s.vad, s.asr, self._on_speech_start, self._on_utterance,
+                                 vad_config=s.config.get("vad"), language=s.config["asr"].get("language"))
+        ap = {"format": "opus", "sample_rate": self.speaker.rate, "channels": 1,
+              "frame_duration": proto.FRAME_DURATION_MS}
+        await self.send_json(proto.hello_server(self.id, ap, version=self.version))
+        if (msg.get("features") or {}).get("mcp"):
+            self.spawn(self._start_device_mcp())
+        await self.services.on_session_ready(self)
+        return True
+
+    async def _start_device_mcp(self):
+        try:
+            await self.mcp.start()
+        except Exception as e:
+            log.warning("[%s] device MCP unavailable: %s", self.device_id, e)
+            return
+        self.tools.replace_origin("device", self.mcp.as_tools())
+
+    async def _cleanup(self):
+        self.closed = True
+        self.epoch += 1
+        self.speaker.cancel()
+        self.mcp.close()
+        tasks = [t for t in [self.reply_task, *self._tasks] if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self.listener is not None:
+            await self.listener.close()
+        await self.services.on_session_closed(self)
+        log.info("[%s] session %s closed", self.device_id, self.id)
+
+    async def close(self, reason="goodbye"):
+        await self.send_json(proto.goodbye(session_id=self.id, reason=reason))
+        self.closed = True
+        await self.ws.close(1000, reason)
+
+    # ---- receiving ----
+
+    def _on_binary(self, data):
+        try:
+            ftype, _ts, payload = proto.unpack_frame(self.version, data)
+        except proto.ProtoError as e:
+            log.info("[%s] bad audio frame ignored: %s", self.device_id, e)
+            return
+        if ftype == proto.FRAME_OPUS and self.listener is not None:
+            self.listener.push(payload)
+
+    async def _on_text(self, text):
+        try:
+            msg = proto.decode_ws(text, proto.UP)
+        except proto.ProtoError as e:
+            if e.unknown:
+                log.info("[%s] ignored: %s", self.device_id, e)
+            else:
+                log.warning("[%s] invalid message ignored: %s", self.device_id, e)
+            return
+        handler = getattr(self, "_on_" + msg["type"], None)
+        if handler is None:
+            return
+        try:
+            await handler(msg)
+        except Exception:
+            log.exception("[%s] handling %s failed", self.device_id, msg["type"])
+
+    async def _on_listen(self, msg):
+        self.last_activity = time.monotonic()
+        state = msg["state"]
+        if state == proto.LISTEN_START:
+            self.listener.start(msg.get("mode", "auto"))
+        elif state == proto.LISTEN_STOP:
+            await self.listener.stop()
+        elif state == proto.LISTEN_DETECT:
+            text = msg["text"].strip()
+            if self._is_wake_word(text):
+                await self.on_wake_word(text)
+            else:
+                await self._on_user_text(text, from_device=True)
+
+    async def _on_abort(self, msg):
+        await self.abort(msg.get("reason") or "device")
+
+    async def _on_mcp(self, msg):
+        payload = msg["payload"]
+        if "method" not in payload:
+            self.mcp.on_payload(payload)
+            return
+        try:
+            proto.check_rpc(payload)
+        except proto.ProtoError as e:
+            if "id" in payload:
+                await self._send_rpc(proto.rpc_error(payload.get("id"), proto.RPC_INVALID_PARAMS, str(e)))
+            return
+        handler = self.rpc_handlers.get(payload["method"])
+        if handler is None:
+            if "id" in payload:
+                await self._send_rpc(proto.rpc_error(payload["id"], proto.RPC_METHOD_NOT_FOUND,
+                                                     "method %s is not served here" % payload["method"]))
+            return
+        try:
+            result = await handler(payload.get("params") or {})
+            reply = proto.rpc_result(payload.get("id"), result)
+        except proto.ProtoError as e:
+            reply = proto.rpc_error(payload.get("id"), getattr(e, "code", proto.RPC_INVALID_PARAMS), str(e))
+        if "id" in payload:
+            await self._send_rpc(reply)
+
+    async def _on_goodbye(self, msg):
+        self.closed = True
+        await self.ws.close(1000, "device said goodbye")
+
+    async def _on_hello(self, msg):
+        """A second hello after the handshake."""
+        log.info("[%s] repeated hello ignored", self.device_id)
+
+    # ---- turns ----
+
+    def _is_wake_word(self, text):
+        t = text.lower().strip(" ,.!?，。！？")
+        return t in [w.lower() for w in self.cfg.get("wake_words", ())]
+
+    def _is_exit_phrase(self, text):
+        t = text.lower()
+        return any(p.lower() in t for p in self.cfg.get("exit_phrases", ())) and len(t) <= 20
+
+    async def abort(self, reason):
+        """Stop speaking now; nothing of what was in flight may follow."""
+        self.epoch += 1
+        self._epoch_t = time.monotonic()
+        was_speaking = self.speaker.speaking or (self.reply_task is not None and not self.reply_task.done())
+        self._cancel_reply()
+        log.info("[%s] abort (%s)", self.device_id, reason)
+        if was_speaking:
+            await self.send_json(proto.tts(proto.TTS_STOP, session_id=self.id))
+
+    def _cancel_reply(self):
+        self.speaker.cancel()
+        if self.reply_task is not None and not self.reply_task.done():
+            self.reply_task.cancel()
+        self.reply_task = None
+
+    def start_reply(self, coro_fn, *args):
+        """Run one reply (cancelling any current one) in the current epoch."""
+        self._cancel_reply()
+        epoch = self.epoch
+
+        async def guarded():
+            try:
+                await coro_fn(*args)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("[%s] reply failed", self.device_id)
+                if self.epoch == epoch and self.speaker.speaking is False:
+                    await self.send_json(proto.tts(proto.TTS_STOP, session_id=self.id))
+        self.reply_task = asyncio.create_task(guarded())
+        return self.reply_task
+
+    async def on_wake_word(self, text):
+        """A wake word: answer at once, and keep listening under the answer."""
+        self.last_activity = time.monotonic()
+        if self.speaker.speaking:
+            await self.abort("wake_word_detected")
+        self.greeting = True
+        line = GREETINGS[_lang(text, self.language)]
+
+        async def greet():
+            try:
+                await self.speaker.say(line)
+            finally:
+                self.greeting = False
+        self.start_reply(greet)
+
+    async def _on_speech_start(self):
+        self.last_activity = time.monotonic()
+        mode = self.listener.mode if self.listener else "auto"
+        if self.speaker.speaking and (self.greeting or mode == "realtime"):
+            await self.abort("barge_in")
+
+    async def _on_utterance(self, utt):
+        if self.closed:
+            return
+        if utt.ended_at < self._epoch_started():
+            log.info("[%s] dropped %r: an abort came after it", self.device_id, utt.text)
+            return
+        await self._on_user_text(utt.text, utterance=utt)
+
+    def _epoch_started(self):
+        return self._epoch_t
+
+    async def _on_user_text(self, text, utterance=None, from_device=False):
+        self.last_activity = time.monotonic()
+        await self.send_json(proto.stt(text, session_id=self.id))
+        if self._is_exit_phrase(text):
+            self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
+            return
+        await self.services.route_user_text(self, text, utterance)
+
+    async def chat_reply(self, text, utterance=None):
+        """The CHAT path: the LLM's answer, spoken as it streams."""
+        epoch = self.epoch
+        marks = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
+
+        async def on_emotion(emotion):
+            if self.epoch == epoch:
+                marks["first_text"] = time.monotonic()
+                await self.send_json(proto.llm(emotion, session_id=self.id, text=EMOTION_EMOJI.get(emotion, "🙂")))
+
+        sentences = self.dialogue.reply(text, on_emotion=on_emotion)
+        ok = await self.speaker.speak(sentences)
+        marks["first_audio"] = self.speaker.first_frame_at
+        marks["done"] = time.monotonic()
+        marks["completed"] = ok
+        self.turn_log.append(marks)
+
+    async def _farewell(self, line):
+        await self.speaker.say(line)
+        await self.close("exit phrase")
+
+    async def _watch_idle(self):
+        limit = self.cfg.get("idle_timeout_s", 120)
+        while not self.closed:
+            await asyncio.sleep(min(1.0, limit / 4))
+            busy = self.speaker.speaking or (self.reply_task is not None and not self.reply_task.done())
+            if busy:
+                self.last_activity = time.monotonic()
+            elif time.monotonic() - self.last_activity > limit:
+                log.info("[%s] %s s without speech: goodbye", self.device_id, limit)
+                await self.speaker.say(IDLE_BYES.get(self.language, IDLE_BYES["en"]))
+                await self.close("idle")
+                return

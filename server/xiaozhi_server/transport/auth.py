@@ -1,0 +1,55 @@
+"""Who may connect: a bearer token (when tokens are configured) and, when
+a device allowlist is configured, a known Device-Id.
+
+Stock devices send headers; some clients can only use query parameters
+(`?device-id=&client-id=&authorization=`), which stock servers accept too.
+"""
+import hmac
+import urllib.parse
+
+
+class Refusal(Exception):
+    """Why a connection is refused; str() is safe to log and to send."""
+
+
+class Identity:
+    __slots__ = ("device_id", "client_id", "token", "version")
+
+    def __init__(self, device_id, client_id, token, version):
+        self.device_id = device_id
+        self.client_id = client_id
+        self.token = token
+        self.version = version
+
+
+def identify(path, headers):
+    """Device identity from the request headers, or the query string."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+
+    def pick(header, param):
+        v = headers.get(header)
+        if v:
+            return v.strip()
+        vals = query.get(param)
+        return vals[0].strip() if vals else ""
+
+    auth = pick("Authorization", "authorization")
+    token = auth[7:].strip() if auth.lower().startswith("bearer ") else auth
+    version = pick("Protocol-Version", "protocol-version") or "1"
+    try:
+        version = int(version)
+    except ValueError:
+        version = 0
+    return Identity(pick("Device-Id", "device-id") or None, pick("Client-Id", "client-id") or None, token, version)
+
+
+def check(identity, auth_config):
+    """Raise Refusal unless this identity may connect."""
+    tokens = [t for t in auth_config.get("tokens") or [] if t]
+    if tokens and not any(hmac.compare_digest(identity.token.encode(), t.encode()) for t in tokens):
+        raise Refusal("missing or wrong token" if identity.token else "a token is required")
+    allowed = auth_config.get("allowed_devices") or []
+    if allowed and identity.device_id not in allowed:
+        raise Refusal("device %s is not allowed" % (identity.device_id or "(no Device-Id)"))
+    if identity.version not in (1, 2, 3):
+        raise Refusal("Protocol-Version must be 1, 2 or 3")
