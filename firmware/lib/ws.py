@@ -21,8 +21,10 @@
 # next recv(): copy it (bytes(data)) to keep it. On MicroPython frames are
 # read with readinto(), so receiving allocates nothing per binary frame.
 # Limits: no extensions (no permessage-deflate), no subprotocols, no
-# redirects; TLS certificate checks are those of the `ssl_context` given
-# (CPython's default context verifies; pass one with the CA on MicroPython).
+# redirects. TLS checks are those of the `ssl_context` given; without one,
+# CPython verifies against the system CAs and MicroPython's default client
+# context requires a CA it does not have, so on the board pass a context
+# with load_verify_locations(cadata=DER) of the server's CA.
 import sys
 import os
 import binascii
@@ -127,16 +129,22 @@ async def connect(url, headers=None, timeout_ms=10000, max_size=DEFAULT_MAX_SIZE
                   ssl_context=None, server_hostname=None):
     """Open a connection; HandshakeError on refusal or timeout."""
     secure, host, port, path = parse_url(url)
+    headers = headers or {}
+    for name, value in headers.items():
+        value = str(value)
+        if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
+            raise ValueError("bad header %r" % name)
     conn = WebSocket(max_size)
     try:
-        await _wait_ms(conn._open(secure, host, port, path, headers or {},
+        await _wait_ms(conn._open(secure, host, port, path, headers,
                                   ssl_context, server_hostname), timeout_ms)
     except asyncio.TimeoutError:
         conn._shutdown(CLOSE_ABNORMAL)
         raise HandshakeError(0, "handshake with %s timed out after %d ms" % (url, timeout_ms))
-    except OSError as e:
+    except (OSError, ValueError) as e:
+        # ValueError: MicroPython's ssl reports a certificate it rejects so
         conn._shutdown(CLOSE_ABNORMAL)
-        raise HandshakeError(0, "cannot connect to %s: %s" % (url, e))
+        raise HandshakeError(0, "cannot connect to %s: %s" % (url, str(e).strip()))
     except BaseException:
         conn._shutdown(CLOSE_ABNORMAL)
         raise
@@ -186,9 +194,6 @@ class WebSocket:
                  "Upgrade: websocket", "Connection: Upgrade",
                  "Sec-WebSocket-Key: %s" % key.decode(), "Sec-WebSocket-Version: 13"]
         for name, value in headers.items():
-            value = str(value)
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
-                raise ValueError("bad header %r" % name)
             lines.append("%s: %s" % (name, value))
         self._writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
         await self._writer.drain()

@@ -2,6 +2,8 @@
 subprocess under the MicroPython unix port and under CPython."""
 import asyncio
 import json
+import ssl
+import subprocess
 import sys
 
 import pytest
@@ -43,6 +45,8 @@ class Server:
                 "Authorization", "Protocol-Version", "Device-Id", "Client-Id")}))
             async for msg in conn:
                 await conn.send(msg)
+        elif scen == "tls":
+            await conn.send(await conn.recv())
         elif scen == "fragmented":
             await conn.send(["frag", "men", "ted"])
             p = _pattern(3000)
@@ -83,9 +87,9 @@ async def server():
         yield srv
 
 
-async def drive(interp, scenario, url):
+async def drive(interp, scenario, url, *extra):
     p = await asyncio.create_subprocess_exec(
-        *_cmd(interp), DRIVER, scenario, url, cwd=str(ROOT),
+        *_cmd(interp), DRIVER, scenario, url, *extra, cwd=str(ROOT),
         env=firmware_env({"MICROPYPATH": "firmware/lib:firmware:.frozen"}),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(p.communicate(), 30)
@@ -193,3 +197,46 @@ async def test_handshake_timeout(interp):
 async def test_connection_refused_is_a_handshake_error(interp):
     evs = await drive(interp, "echo", "ws://127.0.0.1:9")
     assert evs[0]["kind"] == "handshake_error" and "cannot connect" in evs[0]["message"], evs
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    """A self-signed certificate for localhost / 127.0.0.1 (PEM + DER)."""
+    d = tmp_path_factory.mktemp("tls")
+    key, pem, der = d / "key.pem", d / "cert.pem", d / "cert.der"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", str(key), "-out", str(pem), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    subprocess.run(["openssl", "x509", "-in", str(pem), "-outform", "DER", "-out", str(der)],
+                   check=True, capture_output=True)
+    return key, pem, der
+
+
+@pytest.mark.parametrize("interp", INTERPRETERS)
+async def test_wss_with_a_verified_certificate(interp, tls_files):
+    key, pem, der = tls_files
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(pem), str(key))
+    srv = Server()
+    async with serve(srv.handler, "127.0.0.1", 0, ssl=ctx) as s:
+        port = s.sockets[0].getsockname()[1]
+        evs = await drive(interp, "tls", "wss://127.0.0.1:%d" % port, str(der))
+    assert evs[:2] == [{"kind": "open"}, {"kind": "text", "data": "over tls"}], evs
+    assert evs[2]["closed"] is True
+
+
+@pytest.mark.parametrize("interp", INTERPRETERS)
+async def test_wss_refuses_an_untrusted_certificate(interp, tls_files, tmp_path):
+    key, pem, der = tls_files
+    other = tmp_path / "other.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", str(tmp_path / "k2.pem"), "-out", str(other), "-days", "2",
+                    "-subj", "/CN=localhost"], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(other), str(tmp_path / "k2.pem"))
+    srv = Server()
+    async with serve(srv.handler, "127.0.0.1", 0, ssl=ctx) as s:
+        port = s.sockets[0].getsockname()[1]
+        evs = await drive(interp, "tls", "wss://127.0.0.1:%d" % port, str(der))
+    assert evs[0]["kind"] == "handshake_error", evs

@@ -33,12 +33,25 @@ HEADERS = {"Authorization": "Bearer tok123", "Protocol-Version": "1",
            "Device-Id": "aa:bb:cc:dd:ee:ff", "Client-Id": "uuid-1"}
 
 
-async def run(scenario, url):
+def tls_context(ca_der_path):
+    """A client context trusting only the test CA (DER file)."""
+    import ssl
+    with open(ca_der_path, "rb") as f:
+        der = f.read()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_verify_locations(cadata=der)
+    return ctx
+
+
+async def run(scenario, url, ca=None):
     max_size = 1024 if scenario == "too_big" else 131072
     timeout = 300 if scenario == "timeout" else 5000
+    ctx = tls_context(ca) if ca else None
     try:
         conn = await ws.connect(url + "/" + scenario, HEADERS, timeout_ms=timeout,
-                                max_size=max_size)
+                                max_size=max_size, ssl_context=ctx,
+                                server_hostname="localhost" if ca else None)
     except ws.HandshakeError as e:
         ev(kind="handshake_error", status=e.status, message=str(e))
         return
@@ -52,6 +65,10 @@ async def run(scenario, url):
                 await conn.send_binary(_pattern(n))
                 show(*await conn.recv())
             await conn.close(1000, "done")
+        elif scenario == "tls":
+            await conn.send_text("over tls")
+            show(*await conn.recv())
+            await conn.close()
         elif scenario == "fragmented":
             show(*await conn.recv())
             show(*await conn.recv())
@@ -82,4 +99,4 @@ async def run(scenario, url):
         ev(kind="recv_refused")
 
 
-asyncio.run(run(sys.argv[1], sys.argv[2]))
+asyncio.run(run(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
