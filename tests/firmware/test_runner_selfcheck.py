@@ -28,3 +28,9 @@ def test_tmpdir_is_empty_and_writable():
     import os
     t.eq(os.listdir(d), ["f"])
     t.eq(os.listdir(t.tmpdir()), [])
+
+
+def test_asyncio_is_the_ports_own():
+    # The runner must run coroutines, so asyncio has to be importable here.
+    t.true(asyncio is not None, "asyncio importable")
+    t.true(hasattr(asyncio, "sleep_ms") or hasattr(asyncio, "get_running_loop"), "a real asyncio")

@@ -27,7 +27,7 @@ def firmware_env(extra=None):
     """Environment for running firmware code on the host (either interpreter)."""
     env = dict(os.environ)
     path = "firmware/lib:firmware:tests/firmware"
-    env["MICROPYPATH"] = path
+    env["MICROPYPATH"] = path + ":.frozen"   # .frozen: the port's own asyncio
     env["PYTHONPATH"] = path
     env.update(extra or {})
     return env

@@ -135,13 +135,15 @@ class WireDevice:
                 else:
                     msg = json.loads(m)
                     self.json.append((now, msg))
+                    if msg.get("type") == "hello":
+                        self.session_id = msg.get("session_id")
                     if msg.get("type") == "mcp":
                         await self._serve_mcp(msg["payload"])
                 self._event.set()
         except websockets.ConnectionClosed:
             pass
         finally:
-            rcvd = getattr(self.ws, "close_rcvd", None)
+            rcvd = self.ws.protocol.close_rcvd
             self.closed = (rcvd.code, rcvd.reason) if rcvd else (None, None)
             self._event.set()
 
