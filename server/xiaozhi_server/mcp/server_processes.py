@@ -92,12 +92,21 @@ def _result_text(result):
     return "\n".join(parts)
 
 
-def _describe(exc):
-    if isinstance(exc, MCPError):
-        return exc.message or "MCP error %d" % exc.code
+def _leaves(exc):
+    """The real errors inside anyio's exception groups."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    return "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _describe(exc):
+    parts = []
+    for leaf in _leaves(exc):
+        if isinstance(leaf, MCPError):
+            parts.append(leaf.message or "MCP error %d" % leaf.code)
+        else:
+            parts.append("%s: %s" % (type(leaf).__name__, leaf) if str(leaf) else type(leaf).__name__)
+    return "; ".join(parts)
 
 
 class ServerProcess:
@@ -182,8 +191,8 @@ class ServerProcess:
             reason = self._reason(exc, stderr)
             self.last_error = reason
             if not ready.done():
-                log.error("MCP server %s could not start (%s %s): %s",
-                          self.name, self.spec.command, " ".join(self.spec.args), reason)
+                log.error("MCP server %s could not start (%s): %s",
+                          self.name, " ".join([self.spec.command] + self.spec.args), reason)
             else:
                 log.warning("MCP server %s ended with an error: %s", self.name, reason)
         finally:
@@ -194,8 +203,11 @@ class ServerProcess:
             await stderr.aclose()
 
     def _reason(self, exc, stderr):
-        if isinstance(exc, TimeoutError):
+        leaves = _leaves(exc)
+        if any(isinstance(e, TimeoutError) for e in leaves):
             reason = "no answer to initialize within %g s" % self.spec.start_timeout_s
+        elif any(isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED for e in leaves):
+            reason = "the process ended before it answered"
         else:
             reason = _describe(exc)
         tail = stderr.last_lines()

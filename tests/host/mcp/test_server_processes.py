@@ -1,7 +1,7 @@
 """The MCP process manager with real stdio subprocesses on the mcp SDK.
 
 One manager runs, for the whole module, the shipped translate server, a
-small test server (`toolbox`: echo, pid, slow, crash) and two servers that
+small test server (`toolbox`: echo, pid, slow, crash) and three servers that
 cannot start. Tests check what a caller sees: the tool table, results and
 errors as (text, is_error), restarts after a crash, and no process left
 behind after close().
@@ -74,6 +74,8 @@ def _config(tmp, toolbox_path):
         "missing": {"command": str(tmp / "no-such-server"), "args": []},
         "dies": {"command": "python",
                  "args": ["-c", "import sys; sys.stderr.write('fatal: no token configured\\n'); sys.exit(3)"]},
+        "hangs": {"command": "python", "args": ["-c", "import time; time.sleep(60)"],
+                  "start_timeout_s": 0.5},
         "off": {"command": str(tmp / "never-run"), "enabled": False},
     }}
 
@@ -105,7 +107,7 @@ async def started(llm, config_file):
     manager = ServerProcesses(config_path=config_file, environ=environ)
     t0 = time.monotonic()
     names = await manager.start()
-    print("start of 4 servers (2 good, 2 failing): %.2f s" % (time.monotonic() - t0))
+    print("start of 5 servers (2 good, 3 failing): %.2f s" % (time.monotonic() - t0))
     try:
         yield manager, names, records
     finally:
@@ -142,6 +144,8 @@ async def test_servers_that_cannot_start_are_skipped_with_their_reason(started):
     assert "No such file" in missing
     (dies,) = [m for m in records.about("could not start") if "dies" in m]
     assert "fatal: no token configured" in dies
+    (hangs,) = [m for m in records.about("could not start") if "hangs" in m]
+    assert "no answer to initialize within 0.5 s" in hangs
     # A disabled server is not even tried.
     assert "off" not in [s.name for s in procs.servers]
     assert not records.about("never-run")
@@ -235,7 +239,7 @@ async def test_close_leaves_no_child_process_and_no_pending_task(llm, config_fil
     before = set(child_procs.children())
     tasks_before = asyncio.all_tasks()
     config = json.loads(config_file.read_text())
-    for name in ("missing", "dies"):
+    for name in ("missing", "dies", "hangs"):
         del config["servers"][name]
     specs = server_config.parse(config, {"TEST_LLM_URL": llm.base_url, "OPENAI_API_KEY": "k"})
     manager = ServerProcesses(specs=specs)
