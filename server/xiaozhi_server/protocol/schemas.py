@@ -675,9 +675,14 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                            'items': {'title': 'One task of an app',
                                                      'description': 'skills run when the task '
                                                                     'starts; stop_skills run when '
-                                                                    "it is preempted. A skill's "
-                                                                    'args `"$params"` means the '
-                                                                    "task's params.",
+                                                                    'it is preempted; '
+                                                                    'status_skill, when given, '
+                                                                    'tells whether the task is '
+                                                                    "still running (its result's "
+                                                                    'state is "idle" once it has '
+                                                                    "finished). A skill's args "
+                                                                    '`"$params"` means the task\'s '
+                                                                    'params.',
                                                      'type': 'object',
                                                      'required': ['id',
                                                                   'title',
@@ -754,6 +759,22 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                   'server']},
                                                                                                              'args': {'anyOf': [{'const': '$params'},
                                                                                                                                 {'type': 'object'}]}}}},
+                                                                    'status_skill': {'title': 'A '
+                                                                                              'skill '
+                                                                                              'a '
+                                                                                              'task '
+                                                                                              'runs',
+                                                                                     'type': 'object',
+                                                                                     'required': ['name',
+                                                                                                  'runs_on'],
+                                                                                     'additionalProperties': False,
+                                                                                     'properties': {'name': {'type': 'string',
+                                                                                                             'minLength': 1,
+                                                                                                             'maxLength': 128},
+                                                                                                    'runs_on': {'enum': ['device',
+                                                                                                                         'server']},
+                                                                                                    'args': {'anyOf': [{'const': '$params'},
+                                                                                                                       {'type': 'object'}]}}},
                                                                     'tool_policy': {'enum': ['inherit_agent',
                                                                                              'allowlist']},
                                                                     'tools': {'type': 'array',
@@ -851,7 +872,26 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                        'when '
                                                                                                        'it '
                                                                                                        'is '
-                                                                                                       'preempted. '
+                                                                                                       'preempted; '
+                                                                                                       'status_skill, '
+                                                                                                       'when '
+                                                                                                       'given, '
+                                                                                                       'tells '
+                                                                                                       'whether '
+                                                                                                       'the '
+                                                                                                       'task '
+                                                                                                       'is '
+                                                                                                       'still '
+                                                                                                       'running '
+                                                                                                       '(its '
+                                                                                                       "result's "
+                                                                                                       'state '
+                                                                                                       'is '
+                                                                                                       '"idle" '
+                                                                                                       'once '
+                                                                                                       'it '
+                                                                                                       'has '
+                                                                                                       'finished). '
                                                                                                        'A '
                                                                                                        "skill's "
                                                                                                        'args '
@@ -939,6 +979,22 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                                                      'server']},
                                                                                                                                                 'args': {'anyOf': [{'const': '$params'},
                                                                                                                                                                    {'type': 'object'}]}}}},
+                                                                                                       'status_skill': {'title': 'A '
+                                                                                                                                 'skill '
+                                                                                                                                 'a '
+                                                                                                                                 'task '
+                                                                                                                                 'runs',
+                                                                                                                        'type': 'object',
+                                                                                                                        'required': ['name',
+                                                                                                                                     'runs_on'],
+                                                                                                                        'additionalProperties': False,
+                                                                                                                        'properties': {'name': {'type': 'string',
+                                                                                                                                                'minLength': 1,
+                                                                                                                                                'maxLength': 128},
+                                                                                                                                       'runs_on': {'enum': ['device',
+                                                                                                                                                            'server']},
+                                                                                                                                       'args': {'anyOf': [{'const': '$params'},
+                                                                                                                                                          {'type': 'object'}]}}},
                                                                                                        'tool_policy': {'enum': ['inherit_agent',
                                                                                                                                 'allowlist']},
                                                                                                        'tools': {'type': 'array',
@@ -998,7 +1054,9 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                    'args': {'anyOf': [{'const': '$params'}, {'type': 'object'}]}}},
  'registry.task': {'title': 'One task of an app',
                    'description': 'skills run when the task starts; stop_skills run when it is '
-                                  'preempted. A skill\'s args `"$params"` means the task\'s '
+                                  'preempted; status_skill, when given, tells whether the task is '
+                                  'still running (its result\'s state is "idle" once it has '
+                                  'finished). A skill\'s args `"$params"` means the task\'s '
                                   'params.',
                    'type': 'object',
                    'required': ['id',
@@ -1047,6 +1105,17 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                 'server']},
                                                                            'args': {'anyOf': [{'const': '$params'},
                                                                                               {'type': 'object'}]}}}},
+                                  'status_skill': {'title': 'A skill a task runs',
+                                                   'type': 'object',
+                                                   'required': ['name', 'runs_on'],
+                                                   'additionalProperties': False,
+                                                   'properties': {'name': {'type': 'string',
+                                                                           'minLength': 1,
+                                                                           'maxLength': 128},
+                                                                  'runs_on': {'enum': ['device',
+                                                                                       'server']},
+                                                                  'args': {'anyOf': [{'const': '$params'},
+                                                                                     {'type': 'object'}]}}},
                                   'tool_policy': {'enum': ['inherit_agent', 'allowlist']},
                                   'tools': {'type': 'array',
                                             'items': {'type': 'string',
