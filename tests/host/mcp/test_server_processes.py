@@ -178,6 +178,17 @@ async def test_text_result_comes_back_whole(procs):
 
 
 @on_module_loop
+async def test_concurrent_calls_each_get_their_own_answer(procs):
+    slow = asyncio.ensure_future(procs.call("slow", {"seconds": 0.5}))
+    words = ["one", "二", "three", "四", "five"]
+    answers = await asyncio.gather(*(procs.call("echo", {"text": w}) for w in words))
+    assert answers == [(w, False) for w in words]
+    # The echoes did not wait behind the slow call.
+    assert not slow.done()
+    assert await slow == ("done", False)
+
+
+@on_module_loop
 async def test_unknown_tool_and_bad_arguments_are_error_results(procs):
     text, is_error = await procs.call("self.camera.take_photo", {})
     assert is_error and "unknown tool" in text
