@@ -1,0 +1,354 @@
+# The device: ties the state machine, the channel, the MCP tools, the
+# player, the speaker and the mic together, and reacts to what happens.
+#
+#   dev = Device(board, cfg, bus)
+#   await dev.run()          # boot, then serve until quit or standby
+#
+# Reactions (xiaozhi behaviour, PROTOCOL-NOTES):
+# - wake word / button: stop the SD player (cancels passes and power-off);
+#   open the channel if needed (hello within 10 s, else back to idle); if
+#   the server was speaking or listening, `abort` (wake_word_detected)
+#   first; then `listen detect` (wake word) and `listen start`.
+# - `tts start`: pause the player, mic off, speaking; downstream Opus is
+#   played only while speaking; `tts stop`: wait for the speaker to drain,
+#   resume the player, then listening again (idle in manual mode).
+# - any end of the channel: mic off, reply ended, player resumed, idle; the
+#   next wake reconnects (and, if configured, a background retry with
+#   backoff).
+import asyncio
+import binascii
+import os
+
+import log
+import proto
+from app import mcp_server, mp3_backend, ota, player as player_mod, tools
+from app.events import Bus
+from app.flag import Flag
+from app.power import PowerPath
+from app.protocol_client import Channel, Identity
+from app.reconnect import Backoff
+from app.state import DeviceState
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, complexity 0)
+_HDR_MAX = const(16)        # the largest binary header (v2)
+
+_log = log.get("device")
+
+
+def resolve_boot_task(board):
+    """The task to run after boot. Boot resolution (pending task, alarm,
+    cached MQTT command) arrives with the entry channels; until then the
+    default chat."""
+    return {"app_id": proto.DEFAULT_APP_ID, "task_id": proto.DEFAULT_TASK_ID,
+            "params": {}, "source": proto.SOURCE_DEFAULT_CHAT}
+
+
+def client_id(board):
+    """A UUID made once and kept in NVS: the Client-Id header."""
+    ns = board.nvs("xiaozhi")
+    buf = bytearray(36)
+    try:
+        n = ns.get_blob("client_id", buf)
+        return bytes(buf[:n]).decode()
+    except OSError:
+        pass
+    h = binascii.hexlify(os.urandom(16)).decode()
+    cid = "%s-%s-4%s-a%s-%s" % (h[:8], h[8:12], h[13:16], h[17:20], h[20:32])
+    ns.set_blob("client_id", cid.encode())
+    ns.commit()
+    return cid
+
+
+class Device:
+    def __init__(self, board, cfg, bus=None):
+        self.board = board
+        self.cfg = cfg
+        self.bus = bus or Bus()
+        self.state = DeviceState()
+        self.state.listen(self._state_changed)
+        self.power = PowerPath(board, self.bus)
+        self.power.hooks.append(self._shutdown)
+        self.player = player_mod.RepeatPlayer(board.sd, mp3_backend.backend_for(board),
+                                              board.clock, self.power.request)
+        self.player.listen(self._player_event)
+        self.mcp = mcp_server.McpServer(tools.device_tools(board, self.player, self.power),
+                                        cfg.get("tools_page_bytes", proto.TOOLS_PAGE_BYTES))
+        self.identity = Identity(board.wifi.mac_str(), client_id(board))
+        self.channel = Channel(board.clock, self.identity, self._on_json, self._on_audio,
+                               self._on_closed)
+        self.ws_url = cfg["server_url"]
+        self.token = cfg.get("token", "")
+        self.version = cfg.get("protocol_version", 1)
+        self.listen_mode = cfg.get("listen_mode", proto.LISTEN_MODE_AUTO)
+        rc = cfg.get("reconnect") or {}
+        self.backoff = Backoff(rc.get("first_ms", 1000), rc.get("max_ms", 30000))
+        self.retry_attempts = rc.get("attempts", 0)
+        self._up = bytearray(_HDR_MAX + MAX_UP_FRAME)  # one upstream frame, reused
+        self._up_mv = memoryview(self._up)
+        self._uplink = None
+        self._finish = None
+        self._retry = None
+        self._busy = asyncio.Lock()  # one user action (connect, listen) at a time
+        self._end = asyncio.Event()
+        self._button = Flag()
+        self.dropped_frames = 0      # downstream Opus that arrived while not speaking
+
+    # ---- events out ----
+
+    def _state_changed(self, old, new):
+        self.bus.emit("state", state=new, previous=old)
+
+    def _player_event(self, event, info):
+        self.bus.emit("player", state=event, name=info["name"], repeat_left=info["repeat_left"],
+                      **{"pass": info["pass"]})
+
+    # ---- boot and main loop ----
+
+    async def boot(self):
+        b = self.board
+        self.state.go(proto.STATE_STARTING)
+        self.bus.emit("boot", wake_cause=b.wake_cause(), device_id=self.identity.device_id)
+        wifi = self.cfg.get("wifi") or {}
+        if not await b.wifi.connect(wifi.get("ssid", ""), wifi.get("password", ""),
+                                    wifi.get("timeout_ms", 15000)):
+            _log.error("Wi-Fi %r did not connect", wifi.get("ssid"))
+            self.state.go(proto.STATE_WIFI_CONFIGURING)
+            return False
+        if self.cfg.get("ota_url"):
+            info = await ota.check(self.cfg["ota_url"], self.identity, b.clock, b.name)
+            if info is not None:
+                self.ws_url = info["url"]
+                self.token = info["token"] or self.token
+                if info.get("version"):
+                    self.version = info["version"]
+        self.state.go(proto.STATE_IDLE)
+        return True
+
+    async def run(self):
+        if not await self.boot():
+            return
+        tasks = [asyncio.create_task(self._voice_loop()),
+                 asyncio.create_task(self._button_loop()),
+                 asyncio.create_task(self._power_loop())]
+        btn = self.board.buttons.get("boot")
+        if btn is not None:
+            btn.irq(lambda _pin: self._button.set(), btn.IRQ_FALLING)
+        task = resolve_boot_task(self.board)
+        if self.cfg.get("connect_at_boot", True):
+            await self.start_task(task)
+        await self._end.wait()
+        for t in tasks:
+            t.cancel()
+        if self.power.cause is not None:
+            await self.power.enter(self.power.cause)  # does not return
+        await self.channel.close(proto.goodbye(session_id=self.channel.session_id))
+
+    def quit(self):
+        self._end.set()
+
+    async def _power_loop(self):
+        await self.power.wait()
+        self._end.set()
+
+    async def _voice_loop(self):
+        voice = self.board.voice
+        while True:
+            kind, text = await voice.next_event()
+            if kind == "wake":
+                await self.on_wake(text)
+            else:
+                _log.info("command word %r: not handled yet", text)
+
+    async def _button_loop(self):
+        while True:
+            await self._button.wait()
+            await self.on_button()
+
+    async def start_task(self, task):
+        """Run a task that needs the server. The hand-over of the task itself
+        (app/start_task) arrives with the entry channels: for now the
+        default chat opens the channel and listens."""
+        _log.info("task %s.%s from %s", task["app_id"], task["task_id"], task["source"])
+        async with self._busy:
+            if await self._ensure_channel():
+                await self._start_listening()
+
+    # ---- user actions ----
+
+    async def on_wake(self, word):
+        _log.info("wake word %r in state %s", word, self.state.state)
+        self.player.stop()
+        async with self._busy:
+            if self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
+                await self._abort("wake_word_detected")
+            elif not await self._ensure_channel():
+                return
+            await self.channel.send(proto.listen(proto.LISTEN_DETECT, self.channel.session_id,
+                                                 text=word))
+            await self._start_listening()
+
+    async def on_button(self):
+        _log.info("button in state %s", self.state.state)
+        self.player.stop()
+        async with self._busy:
+            if self.state.is_(proto.STATE_SPEAKING):
+                await self._abort(None)
+                await self._start_listening()
+            elif self.state.is_(proto.STATE_LISTENING):
+                await self._stop_listening()
+                await self.channel.send(proto.listen(proto.LISTEN_STOP, self.channel.session_id))
+                self.state.go(proto.STATE_IDLE)
+            elif await self._ensure_channel():
+                await self._start_listening()
+
+    async def _abort(self, reason):
+        self._cancel_finish()
+        await self.channel.send(proto.abort(self.channel.session_id, reason))
+        self.board.speaker.end_reply()
+
+    async def _ensure_channel(self):
+        if self.channel.is_open():
+            return True
+        if not self.state.go(proto.STATE_CONNECTING):
+            return False
+        hello = proto.hello_device(1, "websocket", {
+            "format": "opus", "sample_rate": proto.UPSTREAM_SAMPLE_RATE, "channels": 1,
+            "frame_duration": proto.FRAME_DURATION_MS}, features={"mcp": True})
+        ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
+        if not ok:
+            self.bus.emit("error", message="cannot reach the server")
+            self.state.go(proto.STATE_IDLE)
+            return False
+        self.backoff.reset()
+        ap = self.channel.server_hello.get("audio_params") or {}
+        self.board.speaker.configure(ap.get("sample_rate", proto.DOWNSTREAM_SAMPLE_RATE),
+                                     ap.get("frame_duration", proto.FRAME_DURATION_MS))
+        return True
+
+    # ---- listening (uplink) ----
+
+    async def _start_listening(self):
+        if not self.channel.is_open():
+            return
+        await self.channel.send(proto.listen(proto.LISTEN_START, self.channel.session_id,
+                                             mode=self.listen_mode))
+        if self.state.go(proto.STATE_LISTENING) and self._uplink is None:
+            self._uplink = asyncio.create_task(self._uplink_loop())
+
+    async def _stop_listening(self):
+        t, self._uplink = self._uplink, None
+        if t is not None:
+            t.cancel()
+        self.board.mic.stop()
+
+    async def _uplink_loop(self):
+        mic = self.board.mic
+        hs = proto.header_size(self.channel.version)
+        payload = self._up_mv[hs:hs + MAX_UP_FRAME]  # one view per listening turn, not per frame
+        mic.start()
+        try:
+            while self.channel.is_open():
+                n = await mic.read_frame(payload)
+                if n and self.state.is_(proto.STATE_LISTENING, proto.STATE_SPEAKING) and \
+                        (self.state.is_(proto.STATE_LISTENING) or self.listen_mode == proto.LISTEN_MODE_REALTIME):
+                    await self.channel.send_audio(self._up, n)
+        finally:
+            mic.stop()
+
+    # ---- from the server ----
+
+    async def _on_json(self, msg):
+        t = msg["type"]
+        if t == "tts":
+            self._on_tts(msg)
+        elif t == "mcp":
+            await self._on_mcp(msg["payload"])
+        elif t == "stt":
+            self.bus.emit("subtitle", role="user", text=msg["text"])
+        elif t == "llm":
+            self.bus.emit("emotion", emotion=msg["emotion"])
+        elif t == "alert":
+            self.bus.emit("error", message=msg["message"])
+        elif t == "system" and msg["command"] == "reboot":
+            self.board.power.reset()
+        elif t == "goodbye":
+            asyncio.create_task(self.channel.close())
+
+    async def _on_mcp(self, payload):
+        reply = self.mcp.handle(payload)
+        if reply is not None:
+            await self.channel.send(proto.mcp(reply, self.channel.session_id))
+
+    def _on_tts(self, msg):
+        st = msg["state"]
+        if st == proto.TTS_START:
+            self._cancel_finish()
+            if self.state.is_(proto.STATE_SPEAKING) or self.state.go(proto.STATE_SPEAKING):
+                self.player.pause_for_reply()
+                if self.listen_mode != proto.LISTEN_MODE_REALTIME:
+                    asyncio.create_task(self._stop_listening())
+                self.board.speaker.begin_reply()
+        elif st == proto.TTS_SENTENCE_START:
+            self.bus.emit("subtitle", role="assistant", text=msg["text"])
+        elif st == proto.TTS_STOP and self.state.is_(proto.STATE_SPEAKING):
+            self._cancel_finish()
+            self._finish = asyncio.create_task(self._finish_reply())
+
+    async def _finish_reply(self):
+        await self.board.speaker.drain()  # the end of the reply must be heard
+        self._finish = None
+        self.board.speaker.end_reply()
+        self.player.resume_after_reply()
+        if not self.state.is_(proto.STATE_SPEAKING):
+            return
+        if self.listen_mode == proto.LISTEN_MODE_MANUAL:
+            self.state.go(proto.STATE_IDLE)
+        else:
+            await self._start_listening()
+
+    def _cancel_finish(self):
+        t, self._finish = self._finish, None
+        if t is not None:
+            t.cancel()
+
+    async def _on_audio(self, payload):
+        if self.state.is_(proto.STATE_SPEAKING):
+            await self.board.speaker.write_frame(payload)
+        else:
+            self.dropped_frames += 1
+
+    def _on_closed(self, reason):
+        self._cancel_finish()
+        t, self._uplink = self._uplink, None
+        if t is not None:
+            t.cancel()
+        self.board.speaker.end_reply()
+        self.player.resume_after_reply()
+        self.state.go_idle()
+        self.bus.emit("channel", state="closed", reason=reason)
+        if self.retry_attempts and self._retry is None and self.power.cause is None:
+            self._retry = asyncio.create_task(self._retry_loop())
+
+    async def _retry_loop(self):
+        try:
+            for _ in range(self.retry_attempts):
+                await self.board.clock.sleep_ms(self.backoff.next_ms())
+                async with self._busy:
+                    if self.channel.is_open():
+                        return
+                    if await self._ensure_channel():
+                        return
+        finally:
+            self._retry = None
+
+    async def _shutdown(self):
+        self.player.stop()
+        await self._stop_listening()
+        await self.channel.close(proto.goodbye(session_id=self.channel.session_id,
+                                               reason=self.power.cause))

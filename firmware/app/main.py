@@ -1,0 +1,84 @@
+# Start the device: board, configuration, console, then the device loop.
+#
+#   micropython firmware/main.py [--state DIR] [--sd DIR] [--speed N]
+#                                [--config PATH] [--json] [--no-console]
+#
+# Options matter on the host only (the board has one state: its flash):
+# --state is the simulated board's state directory (NVS, RTC, SD, and
+# config.json unless --config), --speed runs the simulated clock N times
+# faster than real time, --json prints one JSON event per line on stdout,
+# --no-console leaves stdin alone.
+import sys
+
+import asyncio
+
+import hal
+import log
+from app import config as config_mod
+from app import console
+from app.device import Device
+from app.events import Bus, json_line_printer
+
+_log = log.get("main")
+
+
+def parse_args(argv):
+    opts = {"state": "/tmp/xiaozhi-sim", "sd": None, "speed": None, "config": None,
+            "json": False, "console": True}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--state", "--sd", "--speed", "--config") and i + 1 < len(argv):
+            opts[a[2:]] = argv[i + 1]
+            i += 2
+            continue
+        if a == "--json":
+            opts["json"] = True
+        elif a == "--no-console":
+            opts["console"] = False
+        else:
+            raise ValueError("unknown option %s" % a)
+        i += 1
+    return opts
+
+
+def _write(text):
+    sys.stdout.write(text)
+    if hasattr(sys.stdout, "flush"):
+        sys.stdout.flush()
+
+
+def make_board(opts):
+    if sys.platform == "esp32":
+        return hal.board(), "/config.json"
+    state = opts["state"]
+    cfg_path = opts["config"] or state.rstrip("/") + "/config.json"
+    cfg = config_mod.load(cfg_path)
+    speed = float(opts["speed"]) if opts["speed"] else cfg.get("clock_speed", 1)
+    kw = {"state_dir": state, "speed": speed}
+    if opts["sd"]:
+        kw["sd_dir"] = opts["sd"]
+    return hal.board(**kw), cfg_path
+
+
+async def amain(argv):
+    opts = parse_args(argv)
+    board, cfg_path = make_board(opts)
+    cfg = config_mod.load(cfg_path)
+    bus = Bus()
+    if opts["json"]:
+        bus.listen(json_line_printer(_write))
+    board.start()
+    dev = Device(board, cfg, bus)
+    if opts["console"]:
+        asyncio.create_task(console.run(dev, _write))
+    try:
+        await dev.run()
+    finally:
+        board.stop()
+
+
+def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    asyncio.run(amain(argv))

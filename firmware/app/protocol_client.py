@@ -1,0 +1,276 @@
+# The xiaozhi WebSocket channel: connect, hello, receive, send.
+#
+#   ch = Channel(board.clock, identity, on_json, on_audio, on_closed)
+#   (on_json and on_audio are awaited in order on the reading task)
+#   ok = await ch.open(url, token, version)   # hello done, or False (logged)
+#   await ch.send(proto.listen(...))           # any built message
+#   await ch.send_audio(frame_buf, hs, n)      # hs header bytes + n Opus bytes
+#
+# After hello the channel reads on its own task: text messages are checked
+# against the schema (unknown types and invalid messages are logged and
+# ignored, as peers must), binary frames are unpacked for the negotiated
+# version (v1 raw, v2 16-byte, v3 4-byte header) and handed to on_audio as
+# a memoryview valid only until the next frame. Any end of the connection
+# (close, reset, a protocol violation, 120 s of silence) calls on_closed
+# once. Sends are serialised by a lock so two tasks never interleave frames.
+import asyncio
+import gc
+
+import log
+import proto
+import ws
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+DEAD_AFTER_MS = const(120000)   # nothing received for this long: the link is dead
+CONNECT_TIMEOUT_MS = const(10000)
+MAX_MESSAGE = const(8192)       # biggest message accepted (an mcp call, a subtitle)
+_RESERVE = const(9216)          # MAX_MESSAGE + room for the small allocations of a connect
+
+_log = log.get("proto")
+
+
+class Identity:
+    def __init__(self, device_id, client_id):
+        self.device_id = device_id
+        self.client_id = client_id
+
+
+async def _fire_after(clock, ms, ev):
+    await clock.sleep_ms(ms)
+    ev.set()
+
+
+class Channel:
+    def __init__(self, clock, identity, on_json, on_audio, on_closed):
+        self._clock = clock
+        self._id = identity
+        self._on_json = on_json
+        self._on_audio = on_audio
+        self._on_closed = on_closed
+        self._conn = None
+        self._reader = None
+        self._lock = asyncio.Lock()
+        self.version = 1
+        self.session_id = None
+        self.server_hello = None
+        self.last_rx = 0
+        self.close_reason = None
+        self._reserve = None
+        self._keep_block()
+
+    def _keep_block(self):
+        gc.collect()
+        try:
+            self._reserve = bytearray(_RESERVE)
+        except MemoryError:
+            self._reserve = None
+
+    def is_open(self):
+        return self._conn is not None and not self._conn.closed
+
+    def headers(self, token, version):
+        h = {"Protocol-Version": str(version), "Device-Id": self._id.device_id,
+             "Client-Id": self._id.client_id}
+        if token:
+            h["Authorization"] = "Bearer " + token
+        return h
+
+    async def open(self, url, token, version, hello, hello_timeout_ms=proto.HELLO_TIMEOUT_MS):
+        """Connect and exchange hello; True when the server answered in time."""
+        self.version = version
+        self.close_reason = None
+        headers = self.headers(token, version)
+        # The connection's receive buffer needs one contiguous MAX_MESSAGE
+        # block, which a small fragmented heap may not have: hand it the
+        # block reserved while the heap was young.
+        self._reserve = None
+        gc.collect()
+        try:
+            conn = await ws.connect(url, headers, timeout_ms=CONNECT_TIMEOUT_MS,
+                                    max_size=MAX_MESSAGE)
+        except (ws.WSError, OSError, ValueError) as e:
+            _log.warn("cannot connect to %s: %s", url, e)
+            self._keep_block()
+            return False
+        self._conn = conn
+        try:
+            await self._send_text(proto.encode(hello))
+            got = await self._await_hello(hello_timeout_ms)
+        except (ws.WSError, OSError) as e:
+            _log.warn("hello failed: %s", e)
+            got = False
+        if not got:
+            _log.warn("no server hello within %d ms", hello_timeout_ms)
+            await self._drop("no hello")
+            return False
+        self.last_rx = self._clock.ticks_ms()
+        self._reader = asyncio.create_task(self._read_loop())
+        return True
+
+    async def _await_hello(self, timeout_ms):
+        # The hello wait runs on the board clock (fast in tests), not on the
+        # socket's real-time timeouts.
+        done = asyncio.Event()
+        result = []
+
+        async def read():
+            try:
+                while True:
+                    kind, data = await self._conn.recv()
+                    if kind == ws.CLOSE:
+                        return
+                    if kind != ws.TEXT:
+                        continue
+                    try:
+                        msg = proto.decode_ws(data, proto.DOWN)
+                    except proto.ProtoError as e:
+                        _log.info("before hello, ignored: %s", e)
+                        continue
+                    if msg["type"] == "hello" and msg.get("transport") == "websocket":
+                        result.append(msg)
+                        return
+            except (ws.WSError, OSError):
+                return
+            finally:
+                done.set()
+
+        reader = asyncio.create_task(read())
+        timer = asyncio.create_task(_fire_after(self._clock, timeout_ms, done))
+        await done.wait()
+        timer.cancel()
+        if not result:
+            reader.cancel()
+            return False
+        self.server_hello = result[0]
+        self.session_id = result[0].get("session_id")
+        return True
+
+    async def _read_loop(self):
+        reason = "closed"
+        watchdog = asyncio.create_task(self._watchdog())
+        try:
+            while True:
+                kind, data = await self._conn.recv()
+                self.last_rx = self._clock.ticks_ms()
+                if kind == ws.CLOSE:
+                    reason = "server closed (%s)" % (data[0],)
+                    break
+                if kind == ws.TEXT:
+                    await self._text(data)
+                else:
+                    await self._binary(data)
+        except ws.ProtocolError as e:
+            reason = "protocol error: %s" % e
+        except (ws.WSError, OSError) as e:
+            reason = "connection lost: %s" % e
+        except asyncio.CancelledError:
+            reason = "closed by the device"
+            raise
+        finally:
+            watchdog.cancel()
+            self._reader = None
+            await self._drop(reason)
+
+    async def _text(self, text):
+        try:
+            msg = proto.decode_ws(text, proto.DOWN)
+        except proto.ProtoError as e:
+            if e.unknown:
+                _log.info("ignored: %s", e)
+            else:
+                _log.warn("invalid message ignored: %s", e)
+            return
+        try:
+            await self._on_json(msg)
+        except Exception as e:  # one bad handler must not end the session
+            _log.error("handling %s failed: %r", msg.get("type"), e)
+
+    async def _binary(self, data):
+        try:
+            ftype, _ts, payload = proto.unpack_frame(self.version, data)
+        except proto.ProtoError as e:
+            _log.warn("bad audio frame ignored: %s", e)
+            return
+        if ftype == proto.FRAME_OPUS:
+            await self._on_audio(payload)
+
+    async def _watchdog(self):
+        while True:
+            await self._clock.sleep_ms(DEAD_AFTER_MS // 4)
+            if self._clock.ticks_diff(self._clock.ticks_ms(), self.last_rx) > DEAD_AFTER_MS:
+                _log.warn("nothing received for %d ms: closing", DEAD_AFTER_MS)
+                if self._conn is not None:
+                    self._conn._shutdown(ws.CLOSE_ABNORMAL, "dead link")
+                return
+
+    async def _drop(self, reason):
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if not conn.closed:
+            try:
+                await conn.close(ws.CLOSE_NORMAL, "")
+            except Exception:
+                conn._shutdown(ws.CLOSE_ABNORMAL)
+        self.close_reason = reason
+        conn = None
+        self._keep_block()  # the old receive buffer's block, for the next connect
+        _log.info("channel closed: %s", reason)
+        if self._reader is None and self.server_hello is not None:
+            self.server_hello = None
+            self._on_closed(reason)
+
+    async def close(self, goodbye=None):
+        """Close from the device side (goodbye first when given)."""
+        if not self.is_open():
+            return
+        if goodbye is not None:
+            try:
+                await self.send(goodbye)
+            except Exception:
+                pass
+        r = self._reader
+        if r is not None:
+            r.cancel()
+            try:
+                await r
+            except BaseException:
+                pass
+        else:
+            await self._drop("closed by the device")
+
+    # ---- sending ----
+
+    async def _send_text(self, text):
+        async with self._lock:
+            await self._conn.send_text(text)
+
+    async def send(self, msg):
+        """Send one built message; False when the channel is not open."""
+        if not self.is_open():
+            return False
+        try:
+            await self._send_text(proto.encode(msg))
+            return True
+        except (ws.WSError, OSError) as e:
+            _log.warn("send failed: %s", e)
+            return False
+
+    async def send_audio(self, buf, n):
+        """buf holds header_size(version) free bytes then n Opus bytes."""
+        if not self.is_open():
+            return False
+        hs = proto.pack_header_into(self.version, buf, proto.FRAME_OPUS,
+                                    self._clock.ticks_ms(), n)
+        try:
+            async with self._lock:
+                await self._conn.send_binary(memoryview(buf)[:hs + n])
+            return True
+        except (ws.WSError, OSError) as e:
+            _log.warn("audio send failed: %s", e)
+            return False
