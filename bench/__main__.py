@@ -1,0 +1,102 @@
+"""python -m bench [--quick] [--sessions N] [section ...]
+
+Sections: latency, local, cloud, turns, concurrency, cmodule (default: all).
+Each prints a table of figures with their targets beside them. A missed
+target is printed as MISSED, never raised: only a section that could not
+run at all makes the exit status non-zero.
+"""
+import argparse
+import asyncio
+import subprocess
+import sys
+import time
+import traceback
+
+from . import report
+
+SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule")
+TITLES = {
+    "latency": "1. pipeline overhead, instant providers",
+    "local": "2. default local providers, per stage",
+    "cloud": "3. cloud-like providers",
+    "turns": "4. turn-taking on utterances with pauses",
+    "concurrency": "5. concurrent sessions over loopback WebSockets",
+}
+CMODULE_TIMEOUT_S = 300
+
+
+def sizes(args):
+    """How big each section runs: --quick keeps the whole run well under 30 s."""
+    q = args.quick
+    return {
+        "latency": {"turns": args.turns or (10 if q else 60)},
+        "local": {"turns": 1 if q else 3},
+        "cloud": {"devices": 2 if q else 4, "turns_per_device": 2 if q else 6},
+        "turns": {"count": 8 if q else 24},
+        "concurrency": {"sessions": args.sessions or (10 if q else 200),
+                        "seconds": args.seconds or (6.0 if q else 30.0)},
+    }
+
+
+def run_section(name, size):
+    if name == "latency":
+        from .latency import run_latency
+        return asyncio.run(run_latency(**size))
+    if name == "local":
+        from .local import run_local
+        return asyncio.run(run_local(**size))
+    if name == "cloud":
+        from .latency import run_cloud
+        return asyncio.run(run_cloud(**size))
+    if name == "turns":
+        from .turns import run_turns
+        return run_turns(**size)
+    if name == "concurrency":
+        from .concurrency import run_concurrency
+        return asyncio.run(run_concurrency(**size))
+    raise ValueError(name)
+
+
+def run_cmodule():
+    """The C audio core's figures come from its own script, printed as it prints them."""
+    print("\n== 6. C audio core (host build) ==", flush=True)
+    done = subprocess.run([sys.executable, "bench/cmodule_bench.py"], timeout=CMODULE_TIMEOUT_S)
+    return done.returncode == 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
+    ap.add_argument("sections", nargs="*", choices=SECTIONS, metavar="section",
+                    help="one or more of: %s (default: all)" % ", ".join(SECTIONS))
+    ap.add_argument("--quick", action="store_true", help="small sizes, the whole run in well under 30 s")
+    ap.add_argument("--sessions", type=int, default=0, help="concurrent sessions (default 200, quick 10)")
+    ap.add_argument("--seconds", type=float, default=0.0, help="length of the concurrency run")
+    ap.add_argument("--turns", type=int, default=0, help="turns for the overhead figure (default 60)")
+    args = ap.parse_args(argv)
+    chosen = args.sections or list(SECTIONS)
+    if args.quick and not args.sections:
+        chosen = [s for s in SECTIONS if s != "cmodule"]   # it has no small size
+    plan = sizes(args)
+    failed = []
+    t0 = time.monotonic()
+    for name in chosen:
+        started = time.monotonic()
+        try:
+            if name == "cmodule":
+                if not run_cmodule():
+                    failed.append(name)
+                continue
+            figures = run_section(name, plan[name])
+            print(report.table(TITLES[name], figures))
+            print("   (%.1f s)" % (time.monotonic() - started), flush=True)
+        except Exception:
+            failed.append(name)
+            print("\n== %s: could not run ==" % TITLES.get(name, name))
+            traceback.print_exc()
+    print("\nbench done in %.0f s%s" % (time.monotonic() - t0,
+                                        "; sections that could not run: " + ", ".join(failed) if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
