@@ -31,8 +31,15 @@ def _run(args):
         return 2
     from .server import XiaozhiServer
 
+    from .providers.registry import ProviderError
+    from .runtime.registry import RegistryError
+
     async def main():
-        server = XiaozhiServer(cfg)
+        try:
+            server = XiaozhiServer(cfg)
+        except (RegistryError, ProviderError, ValueError) as e:
+            print("xiaozhi-server: %s" % e, file=sys.stderr)
+            return 2
         try:
             await server.start()
         except Exception as e:

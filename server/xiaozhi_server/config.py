@@ -46,8 +46,39 @@ DEFAULTS = {
             "You are Xiaozhi, a warm, patient voice companion for a young child. "
             "Answer in the language the child used, in one to three short spoken "
             "sentences, with simple words and no markdown, lists or emoji codes. "
-            "Begin each reply with one emoji that shows your feeling."
+            "Begin each reply with one emoji that shows your feeling. "
+            "To play an English lesson from the SD card, use start_repeater (never a music tool); "
+            "to change what you are doing (chat, lessons, translation), use switch_app."
         ),
+        "agent_proactive": (
+            "Take the lead gently: when the child is quiet or unsure, suggest something "
+            "to talk about, ask one simple question at a time, and praise their answers."
+        ),
+    },
+    "apps": {
+        # The app registry; empty = the one shipped in data/apps.json.
+        "registry": None,
+        # How chat opens: "lines" (one of opener_lines) or "llm" (the model greets).
+        "opener": "lines",
+        "opener_lines": {
+            "zh": ["你好呀！我是小智，今天想聊点什么呢？", "嗨，我来啦！要不要跟我说说今天发生了什么？"],
+            "en": ["Hi there! I'm Xiaozhi. What shall we talk about today?"],
+        },
+        "reinvite_lines": {
+            "zh": ["你还在吗？想听个小故事，还是聊聊你喜欢的动物？"],
+            "en": ["Are you still there? Would you like a story, or to talk about your favourite animal?"],
+        },
+        # Seconds of silence after the opener before one more invitation, and how many.
+        "reinvite_after_s": 20,
+        "max_reinvites": 1,
+        # How long a new session waits for the device's own task request
+        # (an alarm's lesson, say) before chat speaks first.
+        "opener_grace_s": 1.5,
+        # listen start within this long after our tts stop is the device going
+        # back to listening on its own, not the user asking for chat.
+        "auto_listen_grace_s": 1.5,
+        "exit_translation_phrases": ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧",
+                                     "exit translation", "stop translating", "stop translation", "back to chat"],
     },
     "vad": {"type": "silero", "silence_ms": 300, "threshold": 0.5},
     "asr": {"type": "whisper"},

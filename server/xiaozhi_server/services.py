@@ -5,10 +5,15 @@ Providers are built once per process from the config (models load lazily
 and once). Sessions never build providers themselves, so a test or a
 benchmark can hand in its own (e.g. providers that sleep like cloud ones).
 """
+import asyncio
 import logging
 
+from . import protocol as proto
 from .providers.llm_none import choose_llm
 from .providers.registry import create
+from .runtime.registry import Registry
+from .runtime.runtime import AppRuntime, TaskError
+from .runtime.tools import runtime_tools
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +25,7 @@ class Services:
         self.asr = asr if asr is not None else create("asr", config["asr"])
         self.tts = tts if tts is not None else create("tts", config["tts"])
         self.vad = vad if vad is not None else create("vad", config["vad"])
+        self.registry = Registry.load(config.get("apps", {}).get("registry"))
         self.sessions = set()
         self._server_tools = []
 
@@ -37,11 +43,53 @@ class Services:
     # ---- hooks the sessions call ----
 
     async def on_session_ready(self, session):
+        """After the hello: the session gets its App Runtime and starts at the default app."""
         self.sessions.add(session)
+        runtime = session.runtime = AppRuntime(session, self.registry, self.config)
+        runtime.adopt_default()
+        for tool in runtime_tools(session, runtime):
+            session.tools.add(tool)
+
+        async def app_start_task(params):
+            try:
+                return await runtime.start_app_task(params["app_id"], params["task_id"],
+                                                    params.get("params"), params["source"])
+            except TaskError as e:
+                err = proto.ProtoError(str(e))
+                err.code = e.code
+                raise err
+        session.rpc_handlers[proto.METHOD_APP_START_TASK] = app_start_task
+        session.spawn(self._default_entry(session))
+
+    async def _default_entry(self, session):
+        """Chat speaks first, unless the device asks for a task of its own at once
+        (an alarm's lesson must not be preceded by a chat opener)."""
+        grace = float(self.config["apps"].get("opener_grace_s", 1.5))
+        if session.hello and (session.hello.get("features") or {}).get("mcp"):
+            try:
+                await asyncio.wait_for(session.mcp.ready.wait(), grace)
+            except asyncio.TimeoutError:
+                pass
+            await asyncio.sleep(0.05)  # a request sent right after the tool list
+        else:
+            await asyncio.sleep(min(grace, 0.3))
+        if session.runtime.explicit or session.closed or session.last_user_speech:
+            return  # a task was asked for, or the child is already talking: no opener
+        await session.runtime.start_default(proto.SOURCE_DEFAULT_CHAT)
 
     async def on_session_closed(self, session):
         self.sessions.discard(session)
+        if session.runtime is not None:
+            session.runtime.close()
 
     async def route_user_text(self, session, text, utterance=None):
-        """What a user's words lead to. Here: the chat LLM's answer."""
-        session.start_reply(session.chat_reply, text, utterance)
+        """What a user's words lead to: the App Runtime routes by mode."""
+        await session.runtime.route(text, utterance)
+
+    async def on_wake(self, session, text):
+        """A wake word arrived (listen detect)."""
+        await session.runtime.on_wake(text)
+
+    async def on_listen_start(self, session):
+        """The device opened its microphone."""
+        await session.runtime.on_listen_start()

@@ -1,5 +1,8 @@
 """A real server on loopback (ephemeral ports) for end-to-end tests, with the
-shared fake OpenAI-compatible LLM as its model."""
+shared fake OpenAI-compatible LLM as its model.
+
+Test folders expose the fixtures with `from testkit.server import fake_llm, start_server`
+in their conftest.py."""
 import pytest
 
 from testkit.fake_llm import FakeLLM

@@ -147,6 +147,20 @@ class WireDevice:
             self.closed = (rcvd.code, rcvd.reason) if rcvd else (None, None)
             self._event.set()
 
+    async def request(self, method, params, timeout=10):
+        """A JSON-RPC request from the device to the server (e.g. app/start_task);
+        returns the response payload."""
+        self._rpc_n = getattr(self, "_rpc_n", 0) + 1
+        rid = "dev-%d" % self._rpc_n
+        await self._mcp_reply(proto.rpc_request(rid, method, params))
+        _t, msg = await self.wait_for(lambda: next(((t, m) for t, m in self.json if m.get("type") == "mcp"
+                                                    and m["payload"].get("id") == rid), None), timeout)
+        return msg["payload"]
+
+    async def start_task(self, app_id, task_id, source, params=None, timeout=10):
+        return await self.request(proto.METHOD_APP_START_TASK,
+                                  proto.app_start_task(app_id, task_id, source, params=params), timeout)
+
     async def _serve_mcp(self, p):
         if "method" not in p:
             return

@@ -111,7 +111,7 @@ class Dialogue:
             ended = None
             for c in calls:
                 args = c.arguments if c.error is None else None
-                out = await self.tools.call(c.name, args)
+                out = await self.tools.call(c.name, args, self.tool_policy)
                 log.info("tool %s(%s) -> %s", c.name, json.dumps(args, ensure_ascii=False)[:200], out.text[:200])
                 self.history.append({"role": "tool", "tool_call_id": c.id, "content": out.text})
                 if out.end_turn:

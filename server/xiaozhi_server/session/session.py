@@ -14,6 +14,7 @@ Rules it keeps for the device's sake:
   short greeting after a wake word, so no word after the wake word is lost).
 """
 import asyncio
+import contextvars
 import logging
 import time
 import uuid
@@ -27,6 +28,10 @@ from .dialogue import Dialogue
 from .listener import Listener
 
 log = logging.getLogger(__name__)
+
+# The reply task whose work is running; tasks it spawns (the speaker's
+# synthesis, tool calls inside it) inherit it.
+_CURRENT_REPLY = contextvars.ContextVar("current_reply", default=None)
 
 GREETINGS = {"zh": "我在呢，你说。", "en": "I'm here, go ahead."}
 FAREWELLS = {"zh": "好的，再见啦，想聊天随时叫我！", "en": "Okay, bye for now. Call me any time!"}
@@ -58,6 +63,9 @@ class Session:
         self.greeting = False
         self.closed = False
         self.last_activity = time.monotonic()
+        self.last_user_speech = 0.0     # when the user last spoke (VAD start or words)
+        self.last_tts_stop = 0.0        # when we last sent tts stop
+        self.runtime = None             # the App Runtime, set by the services
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10))
         self.speaker = Speaker(services.tts, self.send_json, self._send_audio, self.id)
@@ -83,6 +91,8 @@ class Session:
             # A bug on our side: never put a malformed message on the wire.
             log.error("not sending invalid %s message: %s", msg.get("type"), err)
             return False
+        if msg["type"] == "tts" and msg["state"] == proto.TTS_STOP:
+            self.last_tts_stop = time.monotonic()
         try:
             await self.ws.send(proto.encode(msg))
             return True
@@ -108,7 +118,8 @@ class Session:
         self.closed = True
 
     def spawn(self, coro):
-        t = asyncio.create_task(coro)
+        """A background task of the session, never part of a reply (fresh context)."""
+        t = asyncio.create_task(coro, context=contextvars.Context())
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
         return t
@@ -232,12 +243,16 @@ class Session:
         state = msg["state"]
         if state == proto.LISTEN_START:
             self.listener.start(msg.get("mode", "auto"))
+            # Off the receive loop (here and below): the runtime may wait for
+            # the device's answers, which this loop has to read.
+            self.spawn(self.services.on_listen_start(self))
         elif state == proto.LISTEN_STOP:
             await self.listener.stop()
         elif state == proto.LISTEN_DETECT:
             text = msg["text"].strip()
             if self._is_wake_word(text):
-                await self.on_wake_word(text)
+                self.last_user_speech = time.monotonic()
+                self.spawn(self.services.on_wake(self, text))
             else:
                 await self._on_user_text(text, from_device=True)
 
@@ -261,11 +276,17 @@ class Session:
                 await self._send_rpc(proto.rpc_error(payload["id"], proto.RPC_METHOD_NOT_FOUND,
                                                      "method %s is not served here" % payload["method"]))
             return
+        # Off the receive loop: the handler may itself wait for device answers.
+        self.spawn(self._serve_rpc(handler, payload))
+
+    async def _serve_rpc(self, handler, payload):
         try:
-            result = await handler(payload.get("params") or {})
-            reply = proto.rpc_result(payload.get("id"), result)
+            reply = proto.rpc_result(payload.get("id"), await handler(payload.get("params") or {}))
         except proto.ProtoError as e:
             reply = proto.rpc_error(payload.get("id"), getattr(e, "code", proto.RPC_INVALID_PARAMS), str(e))
+        except Exception as e:
+            log.exception("[%s] %s failed", self.device_id, payload["method"])
+            reply = proto.rpc_error(payload.get("id"), proto.RPC_INTERNAL_ERROR, "server error: %s" % e)
         if "id" in payload:
             await self._send_rpc(reply)
 
@@ -283,7 +304,7 @@ class Session:
         t = text.lower().strip(" ,.!?，。！？")
         return t in [w.lower() for w in self.cfg.get("wake_words", ())]
 
-    def _is_exit_phrase(self, text):
+    def is_exit_phrase(self, text):
         t = text.lower()
         return any(p.lower() in t for p in self.cfg.get("exit_phrases", ())) and len(t) <= 20
 
@@ -303,12 +324,26 @@ class Session:
             self.reply_task.cancel()
         self.reply_task = None
 
+    def in_reply(self):
+        """True when called from inside the reply being spoken (a tool call)."""
+        return self.reply_task is not None and _CURRENT_REPLY.get() is self.reply_task
+
+    async def say(self, text):
+        """Speak one line as a reply of its own; True if it was heard to the end."""
+        t = self.start_reply(self.speaker.say, text)
+        try:
+            await asyncio.wait({t})
+        except asyncio.CancelledError:
+            raise
+        return t.done() and not t.cancelled() and t.exception() is None
+
     def start_reply(self, coro_fn, *args):
         """Run one reply (cancelling any current one) in the current epoch."""
         self._cancel_reply()
         epoch = self.epoch
 
         async def guarded():
+            _CURRENT_REPLY.set(asyncio.current_task())
             try:
                 await coro_fn(*args)
             except asyncio.CancelledError:
@@ -336,7 +371,7 @@ class Session:
         self.start_reply(greet)
 
     async def _on_speech_start(self):
-        self.last_activity = time.monotonic()
+        self.last_activity = self.last_user_speech = time.monotonic()
         mode = self.listener.mode if self.listener else "auto"
         if self.speaker.speaking and (self.greeting or mode == "realtime"):
             await self.abort("barge_in")
@@ -353,12 +388,19 @@ class Session:
         return self._epoch_t
 
     async def _on_user_text(self, text, utterance=None, from_device=False):
-        self.last_activity = time.monotonic()
+        self.last_activity = self.last_user_speech = time.monotonic()
         await self.send_json(proto.stt(text, session_id=self.id))
-        if self._is_exit_phrase(text):
-            self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
-            return
-        await self.services.route_user_text(self, text, utterance)
+        self.spawn(self.services.route_user_text(self, text, utterance))
+
+    def say_farewell(self, text):
+        """The user said goodbye: answer, then end the session."""
+        self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
+
+    async def wait_quiet(self):
+        """Until the current reply (if any, and not the caller itself) is over."""
+        t = self.reply_task
+        if t is not None and not t.done() and not self.in_reply():
+            await asyncio.wait({t})
 
     async def chat_reply(self, text, utterance=None):
         """The CHAT path: the LLM's answer, spoken as it streams."""

@@ -3,7 +3,7 @@ follows (not even a late LLM answer), and the next turn works."""
 import asyncio
 import time
 
-from conftest import server_config
+from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
 LONG = ("😊 Once upon a time there was a little rabbit who lived at the edge of a big green forest. "

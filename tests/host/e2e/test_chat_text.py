@@ -4,7 +4,7 @@ real Opus speech, paced like playback, ending with tts stop."""
 import json
 import time
 
-from conftest import server_config
+from testkit.server import server_config
 from testkit import audio
 from testkit.wire_device import WireDevice, decode_down
 

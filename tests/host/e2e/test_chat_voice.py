@@ -3,7 +3,7 @@ transcript, a device tool called through MCP and its result fed back to
 the LLM, and the answer spoken back."""
 import json
 
-from conftest import server_config
+from testkit.server import server_config
 from testkit import audio
 from testkit.wire_device import WireDevice, decode_down
 

@@ -6,7 +6,7 @@ import logging
 import pytest
 import websockets
 
-from conftest import server_config
+from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
 

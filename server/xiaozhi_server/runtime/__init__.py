@@ -1,0 +1,1 @@
+"""The App Runtime: the app registry, one active app task per connection, priorities, mode routing."""

@@ -1,0 +1,80 @@
+"""Chat speaks first, and invites again after a silence — a bounded number of times.
+
+On entering chat.conversation the companion says an opener (one of the
+configured lines, or a greeting from the LLM with apps.opener: llm). Once
+it has been heard, a timer waits `reinvite_after_s` of user silence and
+invites once more, at most `max_reinvites` times (default 1). Anything the
+user says or a wake word stops the timer: it never nags in a loop.
+"""
+import asyncio
+import logging
+import random
+import time
+
+log = logging.getLogger(__name__)
+
+LLM_OPENER_CUE = ("(The child has just come to talk with you. Greet them warmly and suggest one "
+                  "thing to talk about, in one short sentence.)")
+
+
+class Proactive:
+    def __init__(self, session, cfg):
+        self.session = session
+        self.cfg = cfg
+        self._timer = None
+        self.invites = 0
+        self.spoken = []      # what it said, for logs and tests
+
+    def _line(self, key):
+        lines = self.cfg.get(key, {})
+        choice = lines.get(self.session.language) or lines.get("en") or []
+        return random.choice(choice) if choice else None
+
+    async def open(self, entered_at=0.0):
+        """Speak first. Skipped when the child already spoke since entered_at."""
+        self.cancel()
+        self.invites = 0
+        if self.session.last_user_speech > entered_at:
+            return  # the child is already talking: answering beats greeting
+        started = time.monotonic()
+        if self.cfg.get("opener") == "llm" and self.session.services.llm_configured:
+            t = self.session.start_reply(self.session.chat_reply, LLM_OPENER_CUE)
+            await asyncio.wait({t})
+            heard = t.done() and not t.cancelled()
+        else:
+            line = self._line("opener_lines")
+            if not line:
+                return
+            self.spoken.append(line)
+            self.session.dialogue.add_assistant_line(line)
+            heard = await self.session.say(line)
+        if heard and self.session.last_user_speech < started:
+            self._arm()
+
+    def _arm(self):
+        if self.invites >= int(self.cfg.get("max_reinvites", 1)):
+            return
+        self._timer = self.session.spawn(self._wait_then_invite(time.monotonic()))
+
+    async def _wait_then_invite(self, armed_at):
+        await asyncio.sleep(float(self.cfg.get("reinvite_after_s", 20)))
+        if self.session.last_user_speech > armed_at or self.session.closed:
+            return
+        line = self._line("reinvite_lines")
+        if not line:
+            return
+        self.invites += 1
+        self.spoken.append(line)
+        self.session.dialogue.add_assistant_line(line)
+        log.info("[%s] inviting again (%d)", self.session.device_id, self.invites)
+        heard = await self.session.say(line)
+        if heard:
+            self._arm()
+
+    def user_spoke(self):
+        self.cancel()
+
+    def cancel(self):
+        if self._timer is not None and not self._timer.done() and self._timer is not asyncio.current_task():
+            self._timer.cancel()
+        self._timer = None

@@ -1,0 +1,108 @@
+"""The app registry (data/apps.json): which apps exist, their tasks, modes,
+skills and tool policies. Loaded and checked once at start; a bad file
+stops the server with a message that names the field.
+"""
+import json
+import os
+
+from .. import protocol as proto
+
+DEFAULT_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "apps.json")
+
+
+class RegistryError(Exception):
+    pass
+
+
+class Task:
+    __slots__ = ("app_id", "id", "title", "mode", "reserved", "skills", "stop_skills", "status_skill",
+                 "tool_policy", "tools", "params_schema", "prompt_mode", "on_finish")
+
+    def __init__(self, app_id, d):
+        self.app_id = app_id
+        self.id = d["id"]
+        self.title = d["title"]
+        self.mode = d["interaction_mode"]
+        self.reserved = bool(d.get("reserved"))
+        self.skills = d["skills"]
+        self.stop_skills = d.get("stop_skills", [])
+        self.status_skill = d.get("status_skill")
+        self.tool_policy = d["tool_policy"]
+        self.tools = tuple(d.get("tools", ()))
+        self.params_schema = d.get("params_schema") or {"type": "object"}
+        self.prompt_mode = d["system_prompt_mode"]
+        self.on_finish = d["on_finish"]
+
+    @property
+    def key(self):
+        return "%s.%s" % (self.app_id, self.id)
+
+    def policy(self):
+        """None = every tool of the agent; else the allowed names."""
+        return None if self.tool_policy == "inherit_agent" else frozenset(self.tools)
+
+    def __repr__(self):
+        return "Task(%s, %s)" % (self.key, self.mode)
+
+
+class App:
+    __slots__ = ("id", "title", "description", "default_task", "tasks")
+
+    def __init__(self, d):
+        self.id = d["id"]
+        self.title = d["title"]
+        self.description = d.get("description", "")
+        self.default_task = d["default_task"]
+        self.tasks = {t["id"]: Task(self.id, t) for t in d["tasks"]}
+
+
+class Registry:
+    def __init__(self, data, where="apps.json"):
+        err = proto.validate("registry.apps", data, "apps.json")
+        if err:
+            raise RegistryError("%s: %s" % (where, err))
+        self.default_app = data["default_app"]
+        self.apps = {}
+        for i, a in enumerate(data["apps"]):
+            if a["id"] in self.apps:
+                raise RegistryError("%s: apps[%d].id %r is used twice" % (where, i, a["id"]))
+            app = App(a)
+            if len(app.tasks) != len(a["tasks"]):
+                raise RegistryError("%s: apps[%d] (%s) has two tasks with one id" % (where, i, app.id))
+            if app.default_task not in app.tasks:
+                raise RegistryError("%s: apps[%d].default_task %r is not one of its tasks"
+                                    % (where, i, app.default_task))
+            for j, t in enumerate(a["tasks"]):
+                bad = proto.unsupported_keywords(t.get("params_schema") or {})
+                if bad:
+                    raise RegistryError("%s: apps[%d].tasks[%d].params_schema uses %s, which is not checked"
+                                        % (where, i, j, ", ".join(bad)))
+            self.apps[app.id] = app
+        if self.default_app not in self.apps:
+            raise RegistryError("%s: default_app %r is not one of the apps" % (where, self.default_app))
+
+    @classmethod
+    def load(cls, path=None):
+        path = path or DEFAULT_PATH
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except OSError as e:
+            raise RegistryError("cannot read the app registry %s: %s" % (path, e))
+        except ValueError as e:
+            raise RegistryError("%s is not valid JSON: %s" % (path, e))
+        return cls(data, os.path.basename(path))
+
+    def default(self):
+        app = self.apps[self.default_app]
+        return app.tasks[app.default_task]
+
+    def find(self, app_id, task_id=None):
+        """The task, or raise LookupError with a reason a person can act on."""
+        app = self.apps.get(app_id)
+        if app is None:
+            raise LookupError("unknown app %r (apps: %s)" % (app_id, ", ".join(sorted(self.apps))))
+        task = app.tasks.get(task_id or app.default_task)
+        if task is None:
+            raise LookupError("app %s has no task %r (tasks: %s)" % (app_id, task_id, ", ".join(sorted(app.tasks))))
+        return task

@@ -1,0 +1,249 @@
+"""The App Runtime of one connection: exactly one active app task.
+
+`start_app_task(app_id, task_id, params, source)` is the one entry for
+every channel — LLM tools (source voice), the device's `app/start_task`
+requests (MQTT, alarms, offline words, arbitrated on the device first) and
+control-plane calls. It checks ids and params, applies the priority table
+(priority.py), stops the running task through one generic stop path
+(cancel the reply, run the task's stop_skills), switches mode, tool policy
+and system prompt, then runs the new task's skills once the current reply
+is over (so a confirmation line is spoken before a lesson starts).
+
+Mode routing (DESIGN §2.6) lives in `route()`: CHAT -> chat LLM;
+TRANSLATION -> the translate tool, never the chat LLM; PLAY_AUDIO -> words
+are not sent to any LLM, and a user wake returns to chat if priority allows.
+
+Nothing here outlives the connection: a new session starts at the default
+app again.
+"""
+import asyncio
+import json
+import logging
+import time
+
+from .. import protocol as proto
+from . import priority
+from .proactive import Proactive
+from .prompts import system_prompt
+
+log = logging.getLogger(__name__)
+
+
+class TaskError(Exception):
+    """A request that cannot be run at all (unknown app, bad params); .code is JSON-RPC's."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class AppRuntime:
+    def __init__(self, session, registry, config):
+        self.session = session
+        self.registry = registry
+        self.cfg = config["apps"]
+        self.prompts = config["prompts"]
+        self.task = None
+        self.params = {}
+        self.source = None
+        self.entered_at = 0.0
+        self.explicit = False          # has anything asked for a task yet?
+        self.history = []              # (time, app.task, source, verdict) for logs and tests
+        self.proactive = Proactive(session, self.cfg)
+        self._skills_task = None
+        self.server_skills = {
+            "proactive_opener": self._skill_opener,
+            "translate": self._skill_translate_entry,
+        }
+
+    # ---- state ----
+
+    @property
+    def mode(self):
+        return self.task.mode if self.task else proto.MODE_CHAT
+
+    @property
+    def active(self):
+        return self.task.key if self.task else None
+
+    def describe(self):
+        t = self.task
+        return proto.app_start_task_result(
+            True, t.app_id if t else self.registry.default_app, self.mode,
+            active_task_id=t.id if t else None)
+
+    # ---- the one entry ----
+
+    async def start_app_task(self, app_id, task_id=None, params=None, source=proto.SOURCE_VOICE):
+        """Result dict (app_start_task_result); raises TaskError for a request
+        that can never run. A refusal by priority is a result, not an error."""
+        if source not in proto.SOURCE_PRIORITY:
+            raise TaskError(proto.RPC_INVALID_PARAMS, "unknown source %r (sources: %s)"
+                            % (source, ", ".join(proto.SOURCES)))
+        try:
+            task = self.registry.find(app_id, task_id)
+        except LookupError as e:
+            raise TaskError(proto.RPC_UNKNOWN_TASK, str(e))
+        if task.reserved:
+            raise TaskError(proto.RPC_UNKNOWN_TASK, "%s is not available yet" % task.key)
+        params = dict(params or {})
+        err = proto.validate_against(task.params_schema, params, "params")
+        if err:
+            raise TaskError(proto.RPC_INVALID_PARAMS, "%s: %s" % (task.key, err))
+        self.explicit = True
+        running = await self._current_running()
+        verdict, why = priority.decide(self.source, source, running)
+        self.history.append((time.monotonic(), task.key, source, verdict))
+        if verdict == priority.REFUSE:
+            log.info("[%s] refused %s from %s: %s", self.session.device_id, task.key, source, why)
+            out = self.describe()
+            out["accepted"] = False
+            out["reason"] = why
+            return out
+        log.info("[%s] %s -> %s (%s, %s)", self.session.device_id, self.active, task.key, source, verdict)
+        await self._stop_current()
+        self._enter(task, params, source)
+        self._skills_task = self.session.spawn(self._run_skills(task, params, source))
+        return self.describe()
+
+    async def start_default(self, source=proto.SOURCE_DEFAULT_CHAT):
+        t = self.registry.default()
+        return await self.start_app_task(t.app_id, t.id, {}, source)
+
+    def adopt_default(self):
+        """Be in the default task without running its skills (the session's start)."""
+        self._enter(self.registry.default(), {}, proto.SOURCE_DEFAULT_CHAT)
+        self.history.append((time.monotonic(), self.task.key, proto.SOURCE_DEFAULT_CHAT, "adopted"))
+
+    async def _current_running(self):
+        """Does the active task still hold its priority? A finished one does not."""
+        if self.task is None:
+            return False
+        skill = self.task.status_skill
+        if not skill or skill["runs_on"] != "device" or not self.session.mcp.has(skill["name"]):
+            return True
+        text, is_error = await self.session.mcp.call(skill["name"], {}, timeout=3)
+        if is_error:
+            return True  # cannot tell: keep protecting the running task
+        try:
+            state = json.loads(text).get("state")
+        except (ValueError, AttributeError):
+            return True
+        if state == "idle":
+            log.info("[%s] %s has finished", self.session.device_id, self.task.key)
+            if self.task.on_finish == "default":
+                self._enter(self.registry.default(), {}, proto.SOURCE_DEFAULT_CHAT)
+            return False
+        return True
+
+    async def _stop_current(self):
+        """The one stop path: proactive timers, the reply in flight, the task's skills."""
+        self.proactive.cancel()
+        if self._skills_task is not None and not self._skills_task.done() \
+                and self._skills_task is not asyncio.current_task():
+            self._skills_task.cancel()
+        if self.task is not None and not self.session.in_reply():
+            await self.session.abort("preempted")
+        if self.task is not None:
+            for skill in self.task.stop_skills:
+                await self._run_skill(skill, self.params, self.source)
+
+    def _enter(self, task, params, source):
+        self.task, self.params, self.source = task, params, source
+        self.entered_at = time.monotonic()
+        d = self.session.dialogue
+        d.tool_policy = task.policy()
+        d.system_prompt = system_prompt(self.prompts, task.prompt_mode)
+
+    async def _run_skills(self, task, params, source):
+        await self.session.wait_quiet()
+        for skill in task.skills:
+            if self.task is not task:
+                return  # preempted meanwhile
+            await self._run_skill(skill, params, source)
+
+    async def _run_skill(self, skill, params, source):
+        name = skill["name"]
+        if skill["runs_on"] == "server":
+            fn = self.server_skills.get(name)
+            if fn is None:
+                log.error("no server skill %s", name)
+                return False
+            await fn(params, source)
+            return True
+        args = params if skill.get("args") == "$params" else dict(skill.get("args") or {})
+        if not self.session.mcp.has(name):
+            log.warning("[%s] the device has no %s", self.session.device_id, name)
+            return False
+        text, is_error = await self.session.mcp.call(name, args)
+        log.info("[%s] skill %s(%s) -> %s", self.session.device_id, name, json.dumps(args, ensure_ascii=False), text)
+        return not is_error
+
+    # ---- server skills ----
+
+    async def _skill_opener(self, params, source):
+        await self.proactive.open(self.entered_at)
+
+    async def _skill_translate_entry(self, params, source):
+        if source == proto.SOURCE_VOICE:
+            lang = self.session.language
+            await self.session.say("好的，现在开始翻译。说中文我翻成英文，说英文我翻成中文。" if lang == "zh"
+                                   else "Okay, I'm translating now: Chinese to English, English to Chinese.")
+
+    # ---- what the user's words and wakes lead to ----
+
+    async def route(self, text, utterance=None):
+        self.proactive.user_spoke()
+        mode = self.mode
+        if mode == proto.MODE_TRANSLATION:
+            if self._is_translation_exit(text):
+                await self.start_default(proto.SOURCE_VOICE)
+                return
+            self.session.start_reply(self._translate, text)
+        elif mode == proto.MODE_PLAY_AUDIO:
+            log.info("[%s] PLAY_AUDIO: %r not sent to the LLM", self.session.device_id, text)
+        else:
+            if self.session.is_exit_phrase(text):
+                self.session.say_farewell(text)
+            else:
+                self.session.start_reply(self.session.chat_reply, text, utterance)
+
+    def _is_translation_exit(self, text):
+        t = text.lower().strip(" ,.!?，。！？")
+        return any(p.lower() in t for p in self.cfg.get("exit_translation_phrases", ())) and len(t) <= 24
+
+    async def _translate(self, text):
+        tool = self.session.tools.get("translate")
+        if tool is None or not self.session.tools.allowed(tool, self.session.dialogue.tool_policy):
+            await self.session.speaker.say("翻译功能现在用不了。" if self.session.language == "zh"
+                                           else "Translation is not available right now.")
+            return
+        out = await self.session.tools.call(tool.llm_name, {"text": text}, self.session.dialogue.tool_policy)
+        if out.is_error or not out.text.strip():
+            log.warning("[%s] translate failed: %s", self.session.device_id, out.text)
+            await self.session.speaker.say("这句我没翻译好，请再说一遍。" if self.session.language == "zh"
+                                           else "I could not translate that, please say it again.")
+            return
+        await self.session.send_json(proto.llm("neutral", session_id=self.session.id, text="🙂"))
+        await self.session.speaker.say(out.text.strip())
+
+    async def on_wake(self, text):
+        """A user wake word. In PLAY_AUDIO it returns to chat (priority permitting);
+        elsewhere the session greets as usual. An alarm's task is not reset."""
+        if self.mode == proto.MODE_PLAY_AUDIO:
+            result = await self.start_default(proto.SOURCE_VOICE)
+            if not result["accepted"]:
+                log.info("[%s] wake word during %s: %s", self.session.device_id, self.active, result["reason"])
+            return
+        self.proactive.user_spoke()
+        await self.session.on_wake_word(text)
+
+    async def on_listen_start(self):
+        if self.mode != proto.MODE_PLAY_AUDIO:
+            return
+        if time.monotonic() - self.session.last_tts_stop < self.cfg.get("auto_listen_grace_s", 1.5):
+            return  # the device going back to listening after our own line
+        await self.on_wake("")
+
+    def close(self):
+        self.proactive.cancel()

@@ -1,0 +1,114 @@
+"""The App Runtime's own tools for the chat LLM: switch_app and start_repeater.
+
+Entries through them count as source `voice`. Each ends the chat turn:
+what happens next is the new task's business (its skills), after a short
+spoken line. start_repeater checks the device's lesson list first, so a
+missing lesson or a board without an SD player gets a spoken error and
+chat goes on; the device's `self.mp3.play` is what finally runs (never a
+music tool).
+"""
+import json
+import logging
+
+from .. import protocol as proto
+from ..mcp.tools import Tool, ToolOutcome
+from .runtime import TaskError
+
+log = logging.getLogger(__name__)
+
+LINES = {
+    "zh": {
+        "no_player": "这个设备不能播放课程哦。",
+        "missing": "我没有找到课程 %s。",
+        "repeating": "好的，%s 复读 %d 遍。",
+        "repeating_off": "好的，%s 复读 %d 遍，放完就关机。",
+        "refused": "现在不能切换：%s",
+        "switched": {"chat": "好的，我们来聊天吧！", "english_translation": "", "english_learning": "好的。"},
+    },
+    "en": {
+        "no_player": "This device cannot play lessons.",
+        "missing": "I could not find the lesson %s.",
+        "repeating": "Okay, repeating %s %d times.",
+        "repeating_off": "Okay, repeating %s %d times, then I'll power off.",
+        "refused": "I can't switch right now: %s",
+        "switched": {"chat": "Okay, let's chat!", "english_translation": "", "english_learning": "Okay."},
+    },
+}
+
+
+def _lines(session):
+    return LINES.get(session.language, LINES["en"])
+
+
+def match_lesson(name, files):
+    """The listed file the child meant: exact, or without .mp3, or another case."""
+    if name in files:
+        return name
+    want = name.strip().lower()
+    for f in files:
+        low = f.lower()
+        if low == want or low == want + ".mp3" or low.rsplit(".", 1)[0] == want:
+            return f
+    return None
+
+
+def runtime_tools(session, runtime):
+    apps = sorted(a for a, app in runtime.registry.apps.items()
+                  if any(not t.reserved for t in app.tasks.values()))
+
+    async def switch_app(args):
+        app_id = args.get("app_id")
+        try:
+            result = await runtime.start_app_task(app_id, None, {}, proto.SOURCE_VOICE)
+        except TaskError as e:
+            return ToolOutcome("error: %s" % e, is_error=True)
+        if not result["accepted"]:
+            return ToolOutcome("refused: " + result["reason"], end_turn=True,
+                               say=_lines(session)["refused"] % result["reason"])
+        say = _lines(session)["switched"].get(app_id) or None
+        return ToolOutcome(json.dumps(result), end_turn=True, say=say)
+
+    async def start_repeater(args):
+        L = _lines(session)
+        name = str(args.get("name") or "")
+        repeat = args.get("repeat", 1)
+        if isinstance(repeat, str) and repeat.strip().isdigit():
+            repeat = int(repeat)  # models sometimes quote numbers
+        power_off = bool(args.get("power_off_after", False))
+        if not (session.mcp.has("self.mp3.play") and session.mcp.has("self.mp3.get_list")):
+            return ToolOutcome("error: this device has no SD-card player", end_turn=True, say=L["no_player"])
+        text, is_error = await session.mcp.call("self.mp3.get_list", {})
+        try:
+            files = json.loads(text).get("files", []) if not is_error else []
+        except (ValueError, AttributeError):
+            files = []
+        found = match_lesson(name, files)
+        if found is None:
+            return ToolOutcome("error: no lesson named %s; the card has: %s" % (name, ", ".join(files) or "nothing"),
+                               end_turn=True, say=L["missing"] % name)
+        params = {"name": found, "repeat": repeat, "power_off_after": power_off}
+        try:
+            result = await runtime.start_app_task("english_learning", "repeater", params, proto.SOURCE_VOICE)
+        except TaskError as e:
+            return ToolOutcome("error: %s" % e, is_error=True)
+        if not result["accepted"]:
+            return ToolOutcome("refused: " + result["reason"], end_turn=True, say=L["refused"] % result["reason"])
+        line = (L["repeating_off"] if power_off else L["repeating"]) % (found.rsplit(".", 1)[0], int(repeat))
+        return ToolOutcome(json.dumps(result), end_turn=True, say=line)
+
+    return [
+        Tool("switch_app", "Switch what Xiaozhi is doing: chat = talk together; english_translation = live "
+             "translation between Chinese and English; english_learning = lessons (prefer start_repeater). "
+             "Use it when the child asks to start or stop translating, or to go back to chatting.",
+             {"type": "object", "properties": {"app_id": {"type": "string", "enum": apps}}, "required": ["app_id"]},
+             "builtin", switch_app),
+        Tool("start_repeater", "Play an English lesson MP3 from the device's SD card `repeat` times, optionally "
+             "powering off afterwards. Use this (never a music tool) for lessons, e.g. 'repeat lesson001 three "
+             "times, then power off'.",
+             {"type": "object", "properties": {
+                 "name": {"type": "string", "description": "lesson file name, e.g. lesson001.mp3"},
+                 "repeat": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1},
+                 "power_off_after": {"type": "boolean", "default": False}},
+              "required": ["name"]},
+             "builtin", start_repeater),
+    ]
