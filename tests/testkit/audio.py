@@ -79,3 +79,10 @@ def voiced_fraction(pcm, rate, frame_ms=30, floor=300.0):
         return 0.0
     loud = sum(1 for f in frames if np.sqrt(np.mean(f * f)) > floor)
     return loud / len(frames)
+
+
+async def english_speech(text, rate=16000):
+    """Natural English speech from the server's own Piper voice, at `rate`."""
+    from xiaozhi_server.providers.registry import create
+    chunk = await create("tts", {"type": "piper"}).synthesize(text)
+    return resample(chunk.pcm, chunk.rate, rate)

@@ -20,6 +20,7 @@ from ..pipeline.turn import EndOfTurnDetector
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 200   # 12 s of audio; beyond that the device is flooding us
+MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
 
 
 class Utterance:
@@ -49,11 +50,15 @@ class Listener:
         self._wake = asyncio.Event()
         self._task = None
         self._asr_tasks = set()
+        self._manual = bytearray()     # push to talk: everything since listen start
+        self._manual_speech = False
         self.dropped = 0
 
     def start(self, mode="auto"):
         self.mode = mode or "auto"
         self.active = True
+        self._manual = bytearray()
+        self._manual_speech = False
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
@@ -61,9 +66,12 @@ class Listener:
         """listen stop: in manual mode the turn ends now with what was said."""
         self.active = False
         await self._drain_queue()
-        ev = self.detector.end_now()
-        if ev is not None and self.mode == "manual":
-            self._finish(ev)
+        if self.mode == "manual":
+            self.detector.reset()
+            if self._manual_speech:
+                self._finish_audio(bytes(self._manual))
+            self._manual = bytearray()
+            self._manual_speech = False
 
     def push(self, packet):
         """One upstream Opus packet (bytes or memoryview)."""
@@ -89,14 +97,18 @@ class Listener:
                 log.info("undecodable Opus packet (%d bytes): %s", len(packet), e)
         if not pcm:
             return
+        manual = self.mode == "manual"
+        if manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
+            self._manual += pcm
         for ev in await self.detector.feed(bytes(pcm)):
             if ev.kind == "start":
+                self._manual_speech = True
                 await self._on_start()
-            elif ev.kind == "end" and self.mode != "manual":
-                self._finish(ev)
+            elif ev.kind == "end" and not manual:
+                self._finish_audio(ev.audio)
 
-    def _finish(self, ev):
-        t = asyncio.create_task(self._transcribe(ev.audio, time.monotonic()))
+    def _finish_audio(self, audio):
+        t = asyncio.create_task(self._transcribe(audio, time.monotonic()))
         self._asr_tasks.add(t)
         t.add_done_callback(self._asr_tasks.discard)
 

@@ -3,6 +3,7 @@ follows (not even a late LLM answer), and the next turn works."""
 import asyncio
 import time
 
+from testkit import audio
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
@@ -64,10 +65,9 @@ async def test_wake_word_gets_an_immediate_answer_and_no_deaf_window(fake_llm, s
 
 
 async def test_speech_right_after_the_wake_word_is_heard(fake_llm, start_server):
-    from test_chat_voice import english
     fake_llm.reply("🙂 Cats purr when they are happy.")
     server = await start_server(server_config(fake_llm.base_url))
-    speech = await english("Why do cats purr?")
+    speech = await audio.english_speech("Why do cats purr?")
     async with WireDevice(server.ws.url, mcp=False) as dev:
         await dev.hello()
         await dev.detect("你好小智")

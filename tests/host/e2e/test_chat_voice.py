@@ -10,12 +10,6 @@ from testkit.wire_device import WireDevice, decode_down
 STATUS = {"audio_speaker": {"volume": 40}, "battery": {"level": 80}}
 
 
-async def english(text):
-    from xiaozhi_server.providers.registry import create
-    chunk = await create("tts", {"type": "piper"}).synthesize(text)
-    return audio.resample(chunk.pcm, chunk.rate, 16000)
-
-
 async def test_spoken_question_with_device_tool_call(fake_llm, start_server):
     fake_llm.reply_tool_calls(("self_get_device_status", {}))
     fake_llm.reply("🙂 Your speaker volume is forty. Shall I make it louder?")
@@ -31,7 +25,7 @@ async def test_spoken_question_with_device_tool_call(fake_llm, start_server):
         await dev.wait_for(lambda: len(dev.list_cursors) >= 3, timeout=5)
         assert dev.list_cursors == [None, "self.mp3.stop", "self.power_off"]
         await dev.listen_start("auto")
-        await dev.say_pcm(await english("What is the volume of my speaker?"), pace=0.02)
+        await dev.say_pcm(await audio.english_speech("What is the volume of my speaker?"), pace=0.02)
         stt = await dev.wait_json("stt", timeout=30)
         assert "volume" in stt["text"].lower() and "speaker" in stt["text"].lower()
         await dev.wait_json("tts", state="stop", timeout=30)

@@ -6,6 +6,7 @@ import logging
 import pytest
 import websockets
 
+from testkit import audio
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
@@ -98,13 +99,12 @@ async def test_wrong_path_is_404(fake_llm, start_server):
 
 @pytest.mark.parametrize("version", [2, 3])
 async def test_binary_protocol_versions_2_and_3(fake_llm, start_server, version):
-    from test_chat_voice import english
     fake_llm.reply("🙂 Yes, I can hear you.")
     server = await start_server(server_config(fake_llm.base_url))
     async with WireDevice(server.ws.url, version=version, mcp=False) as dev:
         await dev.hello()
         await dev.listen_start()
-        await dev.say_pcm(await english("Can you hear me?"), pace=0.02)
+        await dev.say_pcm(await audio.english_speech("Can you hear me?"), pace=0.02)
         stt = await dev.wait_json("stt", timeout=30)
         assert "hear" in stt["text"].lower()
         await dev.wait_json("tts", state="stop", timeout=30)
