@@ -92,7 +92,7 @@ def main(argv=None):
         except Exception:
             failed.append(name)
             print("\n== %s: could not run ==" % TITLES.get(name, name))
-            traceback.print_exc()
+            traceback.print_exc(file=sys.stdout)
     print("\nbench done in %.0f s%s" % (time.monotonic() - t0,
                                         "; sections that could not run: " + ", ".join(failed) if failed else ""))
     return 1 if failed else 0

@@ -28,13 +28,13 @@ def bench_config(llm_url):
 class ReplyPacing:
     """What the Pacer saw during one reply."""
 
-    __slots__ = ("frames", "underruns", "max_late", "lates")
+    __slots__ = ("frames", "underruns", "max_late", "lates")   # lates: (sent_at, seconds late)
 
     def __init__(self, pacer):
         self.frames = pacer.frames
         self.underruns = pacer.underruns
         self.max_late = pacer.max_late
-        self.lates = [late for _sent, _ahead, late in pacer.records]
+        self.lates = [(sent, late) for sent, _ahead, late in pacer.records]
 
 
 class MeasuredServices(Services):
