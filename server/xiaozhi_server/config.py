@@ -92,6 +92,15 @@ DEFAULTS = {
         # Empty: start Debian's mosquitto on 127.0.0.1:1883 if nothing listens there.
         "url": None,
     },
+    "control": {
+        # The parents' API and its schedule store (SQLite, authoritative for schedules).
+        "db_path": os.path.join("var", "control.db"),
+        # Bearer token for /api/...; required always when set, and the API
+        # refuses every call without one when the server is not on loopback.
+        "api_token": None,
+        # Longest wait between two reconnect attempts to the MQTT broker.
+        "reconnect_max_s": 5.0,
+    },
 }
 
 ENV_OVERRIDES = {
@@ -101,6 +110,7 @@ ENV_OVERRIDES = {
     "XIAOZHI_PUBLIC_HOST": ("server", "public_host", str),
     "XIAOZHI_TOKEN": ("auth", "tokens", lambda v: [t for t in v.split(",") if t]),
     "MQTT_URL": ("mqtt", "url", str),
+    "XIAOZHI_API_TOKEN": ("control", "api_token", str),
 }
 
 

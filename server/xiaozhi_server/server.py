@@ -31,6 +31,11 @@ class XiaozhiServer:
         self.http = HttpServer(self.services, self._ws_url_for)
         self.with_mcp = with_mcp
         self.mcp_processes = None
+        # The parents' control plane speaks through the broker, so it comes with it.
+        self.control = None
+        if self.broker is not None:
+            from .control import wiring
+            self.control = wiring.create(config, self.services.registry, self.broker, self.http.app)
 
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)
@@ -55,6 +60,8 @@ class XiaozhiServer:
         if self.broker is not None:
             await self.broker.start()
             self.http.broker_url = self.broker.url
+        if self.control is not None:
+            await self.control.start()
         if self.with_mcp:
             await self._start_mcp()
         await self.ws.start()
@@ -64,6 +71,8 @@ class XiaozhiServer:
     async def stop(self):
         await self.ws.stop()
         await self.http.stop()
+        if self.control is not None:
+            await self.control.stop()
         if self.mcp_processes is not None:
             await self.mcp_processes.close()
         if self.broker is not None:

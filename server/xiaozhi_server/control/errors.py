@@ -1,0 +1,40 @@
+"""Errors of the control plane, each with the HTTP status the API answers with.
+
+The code is a short stable word a parents' app can branch on; the message
+is for a person and names the field or the thing that is wrong."""
+
+
+class ControlError(Exception):
+    status = 500
+    code = "server_error"
+
+    def __init__(self, message, extra=None):
+        super().__init__(message)
+        self.message = message
+        # More to show beside the error (e.g. the schedule that was stored anyway).
+        self.extra = extra or {}
+
+
+class BadRequest(ControlError):
+    status = 400
+    code = "invalid_request"
+
+
+class Unauthorized(ControlError):
+    status = 401
+    code = "unauthorized"
+
+
+class NotFound(ControlError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(ControlError):
+    status = 409
+    code = "conflict"
+
+
+class BrokerUnavailable(ControlError):
+    status = 503
+    code = "broker_unavailable"

@@ -1,0 +1,122 @@
+"""The control plane's connection to the MQTT broker.
+
+One long-lived aiomqtt client: it subscribes to every device's reports
+(rpt/ack, rpt/state), hands each report to `on_report(kind, device_id,
+payload)`, and publishes requests with QoS 1. When the broker goes away it
+reconnects with a growing back-off; while it is away `publish` fails at
+once with BrokerUnavailable instead of queueing (an immediate command must
+not fire hours later). `on_connect()` runs after every (re)connect so the
+owner can send what never got an ack.
+"""
+import asyncio
+import logging
+
+import aiomqtt
+
+from .. import protocol as proto
+from .errors import BrokerUnavailable
+
+log = logging.getLogger(__name__)
+
+REPORT_TOPICS = (proto.topic(proto.TOPIC_RPT_ACK, "+"), proto.topic(proto.TOPIC_RPT_STATE, "+"))
+PUBLISH_TIMEOUT_S = 3.0
+
+
+def report_of(topic):
+    """(kind, device_id) of snlp/v1/{id}/rpt/{ack|state}, or None for anything else."""
+    parts = topic.split("/")
+    if len(parts) != 5 or parts[0] != "snlp" or parts[1] != "v1" or parts[3] != "rpt" or parts[4] not in ("ack", "state"):
+        return None
+    return parts[4], parts[2]
+
+
+class MqttLink:
+    def __init__(self, host, port, username=None, password=None, on_report=None, on_connect=None,
+                 backoff_first_s=0.2, backoff_max_s=5.0, keepalive_s=30):
+        self.host, self.port = host, port
+        self.username, self.password = username, password
+        self.on_report = on_report
+        self.on_connect = on_connect
+        self.backoff_first_s = backoff_first_s
+        self.backoff_max_s = backoff_max_s
+        self.keepalive_s = keepalive_s
+        self.connected = asyncio.Event()
+        self.connects = 0          # how many times a connection came up (tests, logs)
+        self._client = None
+        self._task = None
+        self._handlers = set()
+
+    async def start(self, wait_s=2.0):
+        """Start connecting; wait up to wait_s for the first connection (not an error if none)."""
+        self._task = asyncio.create_task(self._run(), name="control-mqtt")
+        try:
+            await asyncio.wait_for(self.connected.wait(), wait_s)
+        except asyncio.TimeoutError:
+            log.warning("MQTT broker %s:%d not reachable yet; retrying in the background", self.host, self.port)
+        return self
+
+    async def stop(self):
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        for t in list(self._handlers):
+            t.cancel()
+
+    async def publish(self, topic, message):
+        """Publish a request dict as compact JSON with QoS 1; BrokerUnavailable if we cannot."""
+        client = self._client
+        if client is None or not self.connected.is_set():
+            raise BrokerUnavailable("the MQTT broker at %s:%d is not reachable" % (self.host, self.port))
+        try:
+            await client.publish(topic, proto.encode(message).encode(), qos=1, timeout=PUBLISH_TIMEOUT_S)
+        except aiomqtt.MqttError as e:
+            raise BrokerUnavailable("publishing to the MQTT broker at %s:%d failed: %s" % (self.host, self.port, e))
+
+    async def _run(self):
+        delay = self.backoff_first_s
+        while True:
+            try:
+                async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
+                                          keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S) as client:
+                    for t in REPORT_TOPICS:
+                        await client.subscribe(t, qos=1)
+                    self._client = client
+                    self.connected.set()
+                    self.connects += 1
+                    delay = self.backoff_first_s
+                    log.info("control plane connected to MQTT %s:%d", self.host, self.port)
+                    if self.on_connect is not None:
+                        self._spawn(self.on_connect())
+                    async for message in client.messages:
+                        self._dispatch(message)
+            except aiomqtt.MqttError as e:
+                if self.connected.is_set():
+                    log.warning("lost the MQTT broker %s:%d (%s); reconnecting", self.host, self.port, e)
+                else:
+                    log.debug("MQTT broker %s:%d: %s; next try in %.1f s", self.host, self.port, e, delay)
+            finally:
+                self.connected.clear()
+                self._client = None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.backoff_max_s)
+
+    def _dispatch(self, message):
+        where = report_of(message.topic.value)
+        if where is None or self.on_report is None:
+            return
+        self._spawn(self.on_report(where[0], where[1], message.payload))
+
+    def _spawn(self, coro):
+        # Handlers run beside the reader so a slow store never stalls the socket.
+        t = asyncio.create_task(coro)
+        self._handlers.add(t)
+        t.add_done_callback(self._done)
+
+    def _done(self, t):
+        self._handlers.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.error("control plane handler failed", exc_info=t.exception())

@@ -1,0 +1,64 @@
+"""A real mosquitto broker on a free loopback port, for tests.
+
+    broker = Mosquitto().start()
+    broker.url            # mqtt://127.0.0.1:PORT
+    broker.stop(); broker.start()   # same port again: clients see an outage
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class Mosquitto:
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix="test-mosquitto-")
+        self.conf = os.path.join(self.dir, "mosquitto.conf")
+        with open(self.conf, "w") as f:
+            f.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n" % self.port)
+        self.proc = None
+
+    @property
+    def url(self):
+        return "mqtt://127.0.0.1:%d" % self.port
+
+    def start(self):
+        exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self.proc = subprocess.Popen([exe, "-c", self.conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 5
+        while not _listening(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("mosquitto did not start: %s" % self.proc.stderr.read().decode(errors="replace"))
+            time.sleep(0.01)
+        return self
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,79 @@
+"""A stand-in for the board's MQTT side: a plain aiomqtt client that
+subscribes to snlp/v1/{id}/cmd/#, checks every request with the generated
+validator, and acks it on rpt/ack with the generated builder.
+
+    async with MqttDevice(broker_port, "dev1") as dev:
+        req = await dev.next_request()        # (topic, request dict)
+        dev.answer = lambda req: None         # stop acking (an offline device)
+"""
+import asyncio
+
+import aiomqtt
+
+from xiaozhi_server import protocol as proto
+
+
+def accept(request):
+    return proto.mqtt_ack(request["header"]["req_id"], True, proto.ACK_ACCEPTED, "accepted",
+                          action=request["action"], device_id=request["header"]["device_id"])
+
+
+class MqttDevice:
+    def __init__(self, port, device_id, answer=accept):
+        self.port = port
+        self.device_id = device_id
+        self.answer = answer          # request -> ack dict, or None for no ack
+        self.requests = asyncio.Queue()
+        self.invalid = []             # (topic, reason) of anything that failed the schema
+        self._client = None
+        self._task = None
+
+    async def __aenter__(self):
+        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier="dev-" + self.device_id)
+        await self._client.__aenter__()
+        await self._client.subscribe(proto.topic(proto.TOPIC_CMD_CTL, self.device_id).rsplit("/", 1)[0] + "/#", qos=1)
+        self._task = asyncio.create_task(self._read())
+        return self
+
+    async def __aexit__(self, *exc):
+        self._task.cancel()
+        try:
+            await self._task
+        except (asyncio.CancelledError, aiomqtt.MqttError):
+            pass
+        try:
+            await self._client.__aexit__(None, None, None)
+        except aiomqtt.MqttError:
+            pass
+
+    async def _read(self):
+        async for message in self._client.messages:
+            try:
+                request = proto.decode_mqtt_request(message.payload)
+            except proto.ProtoError as e:
+                self.invalid.append((message.topic.value, e.reason))
+                continue
+            await self.requests.put((message.topic.value, request))
+            ack = self.answer(request)
+            if ack is not None:
+                await self.publish_ack(ack)
+
+    async def next_request(self, timeout=5):
+        return await asyncio.wait_for(self.requests.get(), timeout)
+
+    async def no_request(self, within=0.5):
+        """True when nothing arrives within `within` seconds."""
+        try:
+            await asyncio.wait_for(self.requests.get(), within)
+        except asyncio.TimeoutError:
+            return True
+        return False
+
+    async def publish_ack(self, ack):
+        await self.publish_raw(proto.topic(proto.TOPIC_RPT_ACK, self.device_id), proto.encode(ack).encode())
+
+    async def publish_state(self, state):
+        await self.publish_raw(proto.topic(proto.TOPIC_RPT_STATE, self.device_id), proto.encode(state).encode())
+
+    async def publish_raw(self, topic, payload):
+        await self._client.publish(topic, payload, qos=1)
