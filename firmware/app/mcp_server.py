@@ -60,6 +60,10 @@ class McpServer:
                 return None
             _log.info("%s refused: %s", method, f.message)
             return proto.rpc_error(rid, f.code, f.message)
+        except Exception as e:  # a bug here must still answer the request
+            _log.error("%s failed: %r", method, e)
+            return None if notification else proto.rpc_error(
+                rid, proto.RPC_INTERNAL_ERROR, "%s failed: %s" % (method, e))
         if notification:
             return None
         return proto.rpc_result(rid, result)
@@ -132,6 +136,6 @@ class McpServer:
 
 class _RpcFailure(Exception):
     def __init__(self, code, message):
-        Exception.__init__(self, message)
+        super().__init__(message)
         self.code = code
         self.message = message

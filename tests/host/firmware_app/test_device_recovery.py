@@ -1,0 +1,73 @@
+"""Recovery to idle and a fresh connection on the next wake word, with the
+firmware as a real process against a scripted wire-protocol server."""
+import asyncio
+import time
+
+import pytest
+
+from testkit.wire_server import WireServer
+from xiaozhi_server import protocol as proto
+from test_device_wire import opus_reply
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def _connected(srv):
+    conn = await srv.next_connection()
+    await asyncio.wait_for(conn.mcp_ready, 10)
+    await conn.wait_json("listen", state="start")
+    return conn
+
+
+async def _wake_reconnects(srv, fw):
+    since = time.monotonic()
+    await fw.send("wake 你好小智")
+    conn = await _connected(srv)
+    await conn.wait_json("listen", state="detect", text="你好小智")
+    await fw.wait_event("state", state="listening", since=since)
+    return conn
+
+
+async def test_garbage_frame_drops_to_idle_and_wake_reconnects(launch):
+    async with WireServer() as srv:
+        fw = await launch(srv, speed=4)
+        conn = await _connected(srv)
+        since = time.monotonic()
+        await conn.send_json({"type": "tts", "state": "bogus"})   # invalid text: ignored
+        await conn.send_garbage_frame()                           # broken framing: fatal
+        await fw.wait_event("state", state="idle", since=since)
+        await asyncio.wait_for(conn.closed.wait(), 5)
+        again = await _wake_reconnects(srv, fw)
+        assert again is not conn and len(srv.connections) == 2
+        await fw.stop()
+
+
+async def test_server_closing_mid_tts_drops_to_idle_and_wake_reconnects(launch):
+    async with WireServer() as srv:
+        fw = await launch(srv, speed=4)
+        conn = await _connected(srv)
+        await conn.send_json(proto.tts("start", session_id=conn.session_id))
+        for f in opus_reply(3):
+            await conn.send_audio(f)
+        await fw.wait_event("state", state="speaking")
+        since = time.monotonic()
+        await conn.close(1001, "going away")
+        await fw.wait_event("state", state="idle", since=since)
+        await _wake_reconnects(srv, fw)
+        await fw.stop()
+
+
+async def test_server_that_never_answers_hello_gives_idle_then_wake_reconnects(launch):
+    async with WireServer(answer_hello=False) as srv:
+        fw = await launch(srv, speed=10)      # 10 s hello timeout = 1 s here
+        first = await srv.next_attempt()
+        t0 = time.monotonic()
+        await fw.wait_event("error", message="cannot reach the server")
+        await fw.wait_event("state", state="idle", since=t0)
+        waited = time.monotonic() - t0
+        await asyncio.wait_for(first.closed.wait(), 5)        # the device hung up
+        assert first.hello is not None and waited >= 0.8       # it did wait out the timeout
+        srv.answer_hello = True
+        conn = await _wake_reconnects(srv, fw)
+        assert conn.tools == list(proto.DEVICE_TOOL_NAMES)
+        await fw.stop()
