@@ -2,6 +2,7 @@
 
     xiaozhi-server run [--config var/server.yaml] [--host H] [--port 8000]
                        [--http-port 8003] [--insecure] [-v]
+    xiaozhi-server task|schedule|device ...   (control/cli.py: the parents' API)
 """
 import argparse
 import asyncio
@@ -77,7 +78,11 @@ def main(argv=None):
     r.add_argument("--http-port", type=int, help="OTA/HTTP port (default 8003)")
     r.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     r.add_argument("-v", "--verbose", action="store_true")
+    from .control import cli as control_cli
+    control_cli.add_parsers(sub)
     args = p.parse_args(argv)
+    if args.cmd in control_cli.COMMANDS:
+        return control_cli.run(args)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
     if args.cmd == "run":
