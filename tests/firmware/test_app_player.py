@@ -1,0 +1,152 @@
+# The SD repeat player's rules, on a fake clock and a backend the test ends
+# by hand (a "natural end" is backend.finish()).
+import t
+import proto
+from hal.sdfs import CardFS
+from app.player import RepeatPlayer, PlayerError
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0
+
+    def ticks_ms(self):
+        return self.now
+
+    def ticks_diff(self, a, b):
+        return a - b
+
+
+class FakeMp3:
+    def __init__(self):
+        self.calls = []
+        self.on_end = None
+
+    def play(self, path):
+        self.calls.append(("play", path.rsplit("/", 1)[-1]))
+
+    def pause(self):
+        self.calls.append(("pause",))
+
+    def resume(self):
+        self.calls.append(("resume",))
+
+    def stop(self):
+        self.calls.append(("stop",))
+
+    def finish(self):
+        self.on_end()
+
+
+def _player(names=("a.mp3", "b.mp3")):
+    d = t.tmpdir("sd")
+    for n in names:
+        with open(d + "/" + n, "wb") as f:
+            f.write(b"\xff\xfb\x90\x00" + bytes(100))
+    with open(d + "/readme.txt", "w") as f:
+        f.write("x")
+    clock, mp3, standby, events = FakeClock(), FakeMp3(), [], []
+    p = RepeatPlayer(CardFS(d), mp3, clock, standby.append)
+    p.listen(lambda ev, info: events.append((ev, info["pass"], info["repeat_left"])))
+    return p, mp3, clock, standby, events
+
+
+def test_app_player_counts_natural_ends_then_powers_off():
+    p, mp3, clock, standby, events = _player()
+    t.eq(p.play("a.mp3", 2, True), {"accepted": True, "status": "playing"})
+    t.eq(p.status(), {"state": "playing", "name": "a.mp3", "repeat_left": 2, "power_off_after": True})
+    mp3.finish()
+    t.eq(standby, [])
+    t.eq(p.status()["repeat_left"], 1)
+    mp3.finish()
+    t.eq(standby, [proto.STANDBY_REPEAT_DONE])
+    t.eq(p.state, "idle")
+    t.eq([c[0] for c in mp3.calls], ["play", "play"])
+    t.eq([e[0] for e in events], ["playing", "pass_end", "playing", "pass_end", "done"])
+
+
+def test_app_player_without_power_off_just_finishes():
+    p, mp3, clock, standby, events = _player()
+    p.play("a.mp3")
+    mp3.finish()
+    t.eq(p.state, "idle")
+    t.eq(standby, [])
+
+
+def test_app_player_stop_cancels_remaining_passes_and_power_off():
+    p, mp3, clock, standby, events = _player()
+    p.play("a.mp3", 3, True)
+    t.true(p.stop(), "stop while playing")
+    mp3.finish()  # a late end from the decoder is not a pass
+    t.eq(standby, [])
+    t.eq(p.status(), {"state": "idle", "name": None, "repeat_left": 0, "power_off_after": False})
+    t.eq(p.stop(), False, "stop when idle")
+
+
+def test_app_player_reply_pauses_resumes_and_cancels_the_rest():
+    p, mp3, clock, standby, events = _player()
+    p.play("a.mp3", 3, True)
+    t.true(p.pause_for_reply(), "paused")
+    t.eq(p.status(), {"state": "paused", "name": "a.mp3", "repeat_left": 1, "power_off_after": False})
+    mp3.finish()  # no natural end while paused
+    t.eq(p.state, "paused")
+    t.true(p.resume_after_reply(), "resumed")
+    mp3.finish()
+    t.eq(p.state, "idle")
+    t.eq(standby, [])
+    t.eq([c[0] for c in mp3.calls], ["play", "pause", "resume"])
+    t.eq([e[0] for e in events], ["playing", "paused", "resumed", "pass_end", "done"])
+
+
+def test_app_player_resume_only_after_its_own_pause():
+    p, mp3, clock, standby, events = _player()
+    t.eq(p.resume_after_reply(), False, "nothing to resume")
+    p.play("a.mp3")
+    t.eq(p.resume_after_reply(), False, "playing, not paused")
+
+
+def test_app_player_same_name_within_window_is_duplicate():
+    p, mp3, clock, standby, events = _player()
+    p.play("a.mp3", 2)
+    clock.now = proto.DUPLICATE_WINDOW_MS - 1
+    t.eq(p.play("a.mp3", 5, True), {"accepted": True, "status": "duplicate_ignored"})
+    t.eq(p.status()["repeat_left"], 2)
+    t.eq(p.power_off_after, False)
+    clock.now = proto.DUPLICATE_WINDOW_MS
+    t.eq(p.play("a.mp3", 1)["status"], "playing")
+    t.eq(p.status()["repeat_left"], 1)
+
+
+def test_app_player_same_name_after_stop_plays_again():
+    p, mp3, clock, standby, events = _player()
+    p.play("a.mp3")
+    p.stop()
+    t.eq(p.play("a.mp3")["status"], "playing")
+
+
+def test_app_player_another_name_replaces_the_current_one():
+    p, mp3, clock, standby, events = _player()
+    p.play("a.mp3", 2, True)
+    p.play("b.mp3")
+    t.eq(p.status()["name"], "b.mp3")
+    t.eq(p.power_off_after, False)
+    t.eq(mp3.calls[-2:], [("stop",), ("play", "b.mp3")])
+
+
+def test_app_player_refuses_names_not_on_the_list():
+    p, mp3, clock, standby, events = _player()
+    t.eq(p.files(), ["a.mp3", "b.mp3"])
+    for bad in ("../boot.py", "/sd/a.mp3", "missing.mp3", "readme.txt", "", None, 3):
+        t.raises(PlayerError, p.play, bad)
+    t.eq(p.state, "idle")
+    t.eq(mp3.calls, [])
+    t.eq(events, [])
+
+
+def test_app_player_refuses_bad_repeat_values():
+    p, mp3, clock, standby, events = _player()
+    for bad in (0, -1, 2.5, "3", True, None, 101):
+        t.raises(PlayerError, p.play, "a.mp3", bad)
+    t.raises(PlayerError, p.play, "a.mp3", 1, "yes")
+    t.eq(p.state, "idle")
+    t.eq(mp3.calls, [])
