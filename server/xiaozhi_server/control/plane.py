@@ -30,7 +30,7 @@ RECENT_ACKS = 10
 # recorded in the store when their ack comes.
 MAX_WAITERS = 1000
 # A state report re-sends a schedule request only once it has had this long to be acked.
-RESEND_AFTER_S = 5.0
+RESEND_AFTER_S = 2.0
 
 
 def new_req_id():

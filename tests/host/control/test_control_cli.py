@@ -1,0 +1,67 @@
+"""The CLI as a person runs it (a separate process) against a running server."""
+import asyncio
+import sys
+import time
+
+from xiaozhi_server import protocol as proto
+
+
+async def cli(api, *args):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "xiaozhi_server", *args, "--server", api.base,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_task_start_prints_the_ack(api, device, device_id):
+    rc, out, err = await cli(api, "task", "start", device_id, "english_learning", "repeater",
+                             "--params", '{"name": "lesson1.mp3", "repeat": 2}')
+    assert rc == 0, err
+    assert "START_APP_TASK english_learning.repeater" in out and "accepted" in out
+    _, request = await device.next_request()
+    assert request["payload"]["params"] == {"name": "lesson1.mp3", "repeat": 2}
+    assert request["payload"]["source"] == proto.SOURCE_MQTT_IMMEDIATE
+
+
+async def test_validation_errors_name_the_field_and_fail(api, device, device_id):
+    rc, out, err = await cli(api, "task", "start", device_id, "english_learning", "--params", '{"repeat": 2}')
+    assert rc == 1 and "name" in err and "HTTP 400" in err
+    rc, out, err = await cli(api, "task", "start", device_id, "chat", "--params", "{oops")
+    assert rc == 2 and "--params is not JSON" in err
+    assert await device.no_request(0.2)
+
+
+async def test_schedule_add_list_delete_and_device_show(api, device, device_id):
+    rc, out, err = await cli(api, "schedule", "add", device_id, "--time", "07:30", "--days", "1,2,3,4,5",
+                             "--app", "english_learning", "--task", "repeater", "--params", '{"name": "lesson1.mp3"}',
+                             "--id", "school_days")
+    assert rc == 0, err
+    assert "school_days" in out and "active" in out and "every day 1,2,3,4,5 at 07:30" in out
+    at = time.strftime("%Y-%m-%dT%H:%M", time.localtime(time.time() + 7200))
+    rc, out, err = await cli(api, "schedule", "add", device_id, "--at", at, "--app", "english_learning",
+                             "--task", "repeater", "--params", '{"name": "story.mp3"}')
+    assert rc == 0, err
+    assert "once at" in out
+    rc, out, err = await cli(api, "schedule", "list", device_id)
+    assert rc == 0 and out.count("\n") == 2 and "school_days" in out and "story.mp3" in out
+    rc, out, err = await cli(api, "schedule", "delete", device_id, "school_days")
+    assert rc == 0 and "deleted school_days" in out and "accepted" in out
+    actions = [(await device.next_request())[1]["action"] for _ in range(3)]
+    assert actions == [proto.ACTION_SET_ALARM, proto.ACTION_SET_ALARM, proto.ACTION_UNSET_ALARM]
+    rc, out, err = await cli(api, "device", "show", device_id)
+    assert rc == 0 and "broker connected" in out and "UNSET_ALARM" in out and "story.mp3" in out
+    assert "school_days" not in out.split("schedules:")[1]
+    rc, out, err = await cli(api, "schedule", "delete", device_id, "school_days")
+    assert rc == 1 and "already deleted" in err
+
+
+async def test_schedule_add_refuses_days_with_at(api, device_id):
+    rc, out, err = await cli(api, "schedule", "add", device_id, "--at", "2030-01-01T07:00", "--days", "1",
+                             "--app", "chat", "--task", "conversation")
+    assert rc == 2 and "--days goes with --time" in err
+
+
+async def test_no_server_running_is_a_clear_error():
+    rc, out, err = await cli(type("Api", (), {"base": "http://127.0.0.1:9"})(), "schedule", "list", "dev1")
+    assert rc == 1 and "no server at http://127.0.0.1:9" in err
