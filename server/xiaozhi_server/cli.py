@@ -53,6 +53,8 @@ def _run(args):
         print("  WebSocket : %s" % server.ws.url)
         print("  OTA       : %s" % server.http.ota_url)
         print("  MQTT      : %s%s" % (server.broker.url, " (started here)" if server.broker.started_here else ""))
+        if server.control is not None:
+            print("  API       : http://%s:%d/api/devices/{device_id} (docs/api.md)" % (server.http.host, server.http.port))
         print("  LLM       : %s" % llm)
         print("  config    : %s" % (args.config or configmod.DEFAULT_PATH))
         sys.stdout.flush()

@@ -1,4 +1,4 @@
-"""Helpers for the control-plane tests: a server config pointing at a test
+"""For the control-plane tests: a server config pointing at a test
 broker, the parents' API over real HTTP, and waiting for a condition."""
 import asyncio
 

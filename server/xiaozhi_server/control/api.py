@@ -70,7 +70,7 @@ class ControlApi:
                 return error_response(e)
         return run
 
-    # ---- helpers ----
+    # ---- reading the request ----
 
     @staticmethod
     async def _body(request):
