@@ -47,24 +47,23 @@ class MeasuredServices(Services):
 
     async def on_session_ready(self, session):
         await super().on_session_ready(session)
-        self._keep_pacing(session.speaker.pacer)
+        self._keep_pacing(session.speaker)
         self.seen.append(session)
         self.peak_sessions = max(self.peak_sessions, len(self.sessions))
 
-    def _keep_pacing(self, pacer):
-        """Every reply starts with `pacer.reset()`: take the last reply's figures first."""
-        pacer.record = self.record_frames
-        reset = pacer.reset
+    def _keep_pacing(self, speaker):
+        """Each reply has its own pacer: keep its figures when the reply ends."""
+        speaker.record = self.record_frames
 
-        def reset_keeping_figures():
+        def keep(pacer):
             if pacer.frames:
                 self.replies.append(ReplyPacing(pacer))
-            reset()
-        pacer.reset = reset_keeping_figures
+        speaker.on_reply_end = keep
 
     def pacing(self):
         """Figures of every reply so far, the ones still in a pacer included."""
-        return self.replies + [ReplyPacing(s.speaker.pacer) for s in self.seen if s.speaker.pacer.frames]
+        live = [s.speaker.pacer for s in self.seen if s.speaker.speaking and s.speaker.pacer is not None]
+        return self.replies + [ReplyPacing(p) for p in live if p.frames]
 
     def turn_marks(self):
         """Marks of the turns that followed spoken words (not openers), in order."""

@@ -10,6 +10,8 @@ its subtitle: nothing said is lost.
 
 `cancel()` (barge-in) stops the frames within one frame time and makes
 `speak` return False; the caller decides what to send then (tts stop).
+Each reply has its own encoder and pacer: a cancelled reply that winds
+down late cannot disturb the next.
 """
 import asyncio
 import logging
@@ -27,39 +29,56 @@ log = logging.getLogger(__name__)
 _END = object()
 
 
+class _Reply:
+    """What one reply owns, so that a cancelled reply finishing late can never
+    touch the next one: its own encoder, pacer and synthesis task."""
+
+    __slots__ = ("encoder", "pacer", "producer")
+
+    def __init__(self, rate, send_audio, lead_frames, record):
+        self.encoder = OpusEncoder(rate)
+        self.pacer = Pacer(send_audio, frame_ms=60, lead_frames=lead_frames, record=record)
+        self.producer = None
+
+
 class Speaker:
     def __init__(self, tts, send_json, send_audio, session_id, lead_frames=3, rate=DEVICE_RATE):
         self.tts = tts
         self._send_json = send_json
+        self._send_audio = send_audio
         self.session_id = session_id
         self.rate = rate
-        self.encoder = OpusEncoder(rate)
-        self.pacer = Pacer(send_audio, frame_ms=60, lead_frames=lead_frames)
+        self.lead_frames = lead_frames
         self.speaking = False
         self.first_frame_at = None   # monotonic time the reply's first frame left
-        self._producer = None
+        self.pacer = None            # the current reply's pacer (figures for benchmarks)
+        self.record = False          # pacers keep every frame's timing (benchmarks)
+        self.on_reply_end = None     # callable(pacer) after each reply, for figures
+        self._current = None
 
     def cancel(self):
-        self.pacer.cancel()
-        if self._producer is not None:
-            self._producer.cancel()
+        r = self._current
+        if r is not None:
+            r.pacer.cancel()
+            if r.producer is not None:
+                r.producer.cancel()
 
     @property
     def cancelled(self):
-        return self.pacer.cancelled
+        return self._current is None or self._current.pacer.cancelled
 
-    async def _encode(self, resampler, pcm, last):
+    async def _encode(self, reply, resampler, pcm, last):
         def work():
             out = resampler.process(pcm) if pcm else b""
             if last:
                 out += resampler.flush()
-            frames = self.encoder.encode(out)
+            frames = reply.encoder.encode(out)
             if last:
-                frames += self.encoder.flush()
+                frames += reply.encoder.flush()
             return frames
         return await run_blocking(work)
 
-    async def _produce(self, sentences, queue):
+    async def _produce(self, reply, sentences, queue):
         """Synthesize each sentence into ("start", text) ("frames", [..]) ("end", text) items."""
         try:
             async for text in sentences:
@@ -74,30 +93,29 @@ class Speaker:
                         continue
                     if resampler is None or resampler.in_rate != chunk.rate:
                         if resampler is not None:
-                            await queue.put(("frames", await self._encode(resampler, b"", True)))
+                            await queue.put(("frames", await self._encode(reply, resampler, b"", True)))
                         resampler = Resampler(chunk.rate, self.rate)
-                    await queue.put(("frames", await self._encode(resampler, chunk.pcm, False)))
+                    await queue.put(("frames", await self._encode(reply, resampler, chunk.pcm, False)))
                 if resampler is not None:
-                    await queue.put(("frames", await self._encode(resampler, b"", True)))
+                    await queue.put(("frames", await self._encode(reply, resampler, b"", True)))
                 await queue.put(("end", text))
         finally:
             await queue.put((_END, None))
 
     async def speak(self, sentences):
-        """True when everything was spoken and has played; False if cancelled.
-        Each call is a new reply: a cancel of the previous one is lifted."""
-        self.pacer.reset()
-        self.encoder.reset()
+        """True when everything was spoken and has played; False if cancelled."""
+        reply = self._current = _Reply(self.rate, self._send_audio, self.lead_frames, self.record)
+        self.pacer = reply.pacer
         self.first_frame_at = None
         queue = asyncio.Queue(maxsize=16)
-        self._producer = asyncio.create_task(self._produce(sentences, queue))
+        reply.producer = asyncio.create_task(self._produce(reply, sentences, queue))
         started = False
         try:
             while True:
                 kind, item = await queue.get()
                 if kind is _END:
                     break
-                if self.pacer.cancelled:
+                if reply.pacer.cancelled:
                     return False
                 if kind == "start":
                     if not started:
@@ -107,29 +125,33 @@ class Speaker:
                     await self._send_json(proto.tts(proto.TTS_SENTENCE_START, session_id=self.session_id, text=item))
                 elif kind == "frames":
                     for frame in item:
-                        if not await self.pacer.send(frame):
+                        if not await reply.pacer.send(frame):
                             return False
                         if self.first_frame_at is None:
                             self.first_frame_at = time.monotonic()
                 elif kind == "end":
                     await self._send_json(proto.tts(proto.TTS_SENTENCE_END, session_id=self.session_id, text=item))
-            if self._producer.done() and not self._producer.cancelled() and self._producer.exception():
-                raise self._producer.exception()
+            p = reply.producer
+            if p.done() and not p.cancelled() and p.exception():
+                raise p.exception()
             if not started:
                 return True
-            if not await self.pacer.drain():
+            if not await reply.pacer.drain():
                 return False
             await self._send_json(proto.tts(proto.TTS_STOP, session_id=self.session_id))
             return True
         finally:
-            self.speaking = False
-            if not self._producer.done():
-                self._producer.cancel()
+            if not reply.producer.done():
+                reply.producer.cancel()
                 try:
-                    await self._producer
+                    await reply.producer
                 except (asyncio.CancelledError, Exception):
                     pass
-            self._producer = None
+            if self._current is reply:
+                self.speaking = False
+                self._current = None
+            if self.on_reply_end is not None:
+                self.on_reply_end(reply.pacer)
 
     async def say(self, text):
         """Speak one fixed text (an opener, an error line)."""

@@ -16,6 +16,7 @@ import time
 
 from ..pipeline.opus import OpusDecoder
 from ..pipeline.turn import EndOfTurnDetector
+from ..providers.workers import run_blocking
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,9 @@ class Listener:
         self.language = language
         self._on_start = on_speech_start
         self._on_utterance = on_utterance
-        cfg = dict(vad_config or {})
-        self.detector = EndOfTurnDetector(
-            vad_provider.open(), threshold=cfg.get("threshold", 0.5),
-            silence_ms=cfg.get("silence_ms", 300))
+        self._vad_provider = vad_provider
+        self._vad_cfg = dict(vad_config or {})
+        self.detector = None            # built on first audio, in the pool (~50 ms)
         self.decoder = OpusDecoder()
         self.mode = "auto"
         self.active = False
@@ -67,7 +67,8 @@ class Listener:
         self.active = False
         await self._drain_queue()
         if self.mode == "manual":
-            self.detector.reset()
+            if self.detector is not None:
+                self.detector.reset()
             if self._manual_speech:
                 self._finish_audio(bytes(self._manual))
             self._manual = bytearray()
@@ -82,6 +83,14 @@ class Listener:
             return
         self._frames.append(bytes(packet))
         self._wake.set()
+
+    async def _ensure_detector(self):
+        if self.detector is None:
+            stream = await run_blocking(self._vad_provider.open)
+            cfg = self._vad_cfg
+            self.detector = EndOfTurnDetector(stream, threshold=cfg.get("threshold", 0.5),
+                                              silence_ms=cfg.get("silence_ms", 300))
+        return self.detector
 
     async def _drain_queue(self):
         while self._frames:
@@ -100,7 +109,8 @@ class Listener:
         manual = self.mode == "manual"
         if manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
             self._manual += pcm
-        for ev in await self.detector.feed(bytes(pcm)):
+        detector = await self._ensure_detector()
+        for ev in await detector.feed(bytes(pcm)):
             if ev.kind == "start":
                 self._manual_speech = True
                 await self._on_start()
