@@ -61,7 +61,6 @@ class Channel:
         self.last_rx = 0
         self.close_reason = None
         self._reserve = None
-        self._stream = None
         self._keep_block()
 
     def _keep_block(self):
@@ -99,10 +98,6 @@ class Channel:
             self._keep_block()
             return False
         self._conn = conn
-        # lib/ws.py hangs up with StreamWriter.close() only, which on the
-        # MicroPython unix port does not close the socket (wait_closed()
-        # does): keep the stream to finish the hang-up in _drop.
-        self._stream = getattr(conn, "_writer", None)
         try:
             await self._send_text(proto.encode(hello))
             got = await self._await_hello(hello_timeout_ms)
@@ -217,19 +212,12 @@ class Channel:
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if not conn.closed:
-            try:
-                await conn.close(ws.CLOSE_NORMAL, "")
-            except Exception:
-                conn._shutdown(ws.CLOSE_ABNORMAL)
+        try:
+            await conn.close(ws.CLOSE_NORMAL, "")  # also finishes a hang-up already begun
+        except Exception:
+            conn._shutdown(ws.CLOSE_ABNORMAL)
         self.close_reason = reason
         conn = None
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            try:
-                await stream.wait_closed()
-            except Exception:
-                pass
         self._keep_block()  # the old receive buffer's block, for the next connect
         _log.info("channel closed: %s", reason)
         if self._reader is None and self.server_hello is not None:

@@ -158,6 +158,7 @@ class WebSocket:
         self.close_code = None
         self.close_reason = ""
         self._reader = self._writer = None
+        self._closing = None   # a writer closed but not yet waited for
         self._hdr = bytearray(14)
         self._hdr_mv = memoryview(self._hdr)
         self._mask = bytearray(4)
@@ -436,15 +437,30 @@ class WebSocket:
 
     # ---- closing ----
     async def close(self, code=CLOSE_NORMAL, reason="", timeout_ms=2000):
-        """Close handshake: send Close, wait for the server's Close, hang up."""
-        if self.closed:
-            return
-        await self._send_close(code, reason)
-        try:
-            await _wait_ms(self._await_close(), timeout_ms)
-        except asyncio.TimeoutError:
-            pass
-        self._shutdown(code, reason)
+        """Close handshake: send Close, wait for the server's Close, hang up.
+
+        Also finishes the hang-up of a connection that already ended (a
+        protocol violation, a lost link), so callers can always end with it.
+        """
+        if not self.closed:
+            await self._send_close(code, reason)
+            try:
+                await _wait_ms(self._await_close(), timeout_ms)
+            except asyncio.TimeoutError:
+                pass
+            self._shutdown(code, reason)
+        await self._hang_up()
+
+    async def _hang_up(self):
+        # StreamWriter.close() alone leaves the socket open on the MicroPython
+        # unix port (the peer then waits ~10 s for the FIN); wait_closed()
+        # really closes it, on CPython it waits for the transport to finish.
+        w, self._closing = self._closing, None
+        if w is not None and hasattr(w, "wait_closed"):
+            try:
+                await w.wait_closed()
+            except Exception:
+                pass
 
     async def _await_close(self):
         if self._reading:  # another task's recv() will see the reply
@@ -464,6 +480,7 @@ class WebSocket:
         self._closed_ev.set()
         w, self._writer = self._writer, None
         if w is not None:
+            self._closing = w  # close() finishes the hang-up
             try:
                 w.close()
             except Exception:
