@@ -1,20 +1,25 @@
-# A minimal line console on stdin, for the host simulation and tests (the
-# board's UART console will speak the same lines):
+# The line console: the board's UART REPL and the host simulation's stdin
+# speak the same commands, one per line:
 #
 #   wake [WORD]     the wake word (default 你好小智)
 #   phrase TEXT     an offline command word
 #   button          a press of the boot button
-#   warp SECONDS    advance the simulated clock (host only)
-#   status          print the device state and the player status
-#   quit            leave without standby
+#   mic PATH        feed the mic: a directory of Opus frames (any
+#                   interpreter) or a 16 kHz mono WAV (host CPython)
+#   warp SECONDS    advance the simulated clock and RTC (host only)
+#   status          a "status" event: device state and player status
+#   reboot          reset the board (the next boot has wake_cause reset)
+#   quit            leave without standby (host)
 #
-# Unknown lines are answered with "? line". End of input changes nothing:
-# the device keeps running until quit or standby.
+# Answers are events on the bus, so with --json every line on stdout is one
+# JSON object: an unknown or failing line is an "error" event naming it.
+# End of input changes nothing: the device runs on until quit or standby.
 import sys
 
 import asyncio
 
 _MP = sys.implementation.name == "micropython"
+DEFAULT_WAKE_WORD = "你好小智"
 
 
 class _StdinLines:
@@ -55,23 +60,41 @@ class _StdinLines:
         return line.strip() if line else None
 
 
-def execute(device, line, write):
+def _feed_mic(mic, path):
+    import os
+    try:
+        is_dir = os.stat(path)[0] & 0x4000 != 0
+    except OSError:
+        raise ValueError("no such file or directory: %s" % path)
+    if is_dir:
+        mic.feed_frames(path)
+    else:
+        mic.feed_wav(path)
+    return mic.pending()
+
+
+def execute(device, line):
     """Run one console line against the device; False for an unknown line."""
     cmd, _, arg = line.partition(" ")
     arg = arg.strip()
     b = device.board
     if cmd == "wake":
-        b.voice.inject_wake(arg or "你好小智")
+        b.voice.inject_wake(arg or DEFAULT_WAKE_WORD)
     elif cmd == "phrase" and arg:
         b.voice.inject_phrase(arg)
     elif cmd == "button":
         b.buttons["boot"].press()
+    elif cmd == "mic" and arg and hasattr(b.mic, "feed_frames"):
+        device.bus.emit("mic", path=arg, frames=_feed_mic(b.mic, arg))
     elif cmd == "warp" and arg and hasattr(b.clock, "warp"):
         b.clock.warp(float(arg))
+        device.bus.emit("warp", seconds=float(arg), time=b.clock.time())
     elif cmd == "status":
         st = device.player.status()
-        write("status state=%s player=%s name=%s repeat_left=%d\n" % (
-            device.state.state, st["state"], st["name"], st["repeat_left"]))
+        device.bus.emit("status", state=device.state.state, player=st["state"],
+                        name=st["name"], repeat_left=st["repeat_left"])
+    elif cmd == "reboot":
+        b.power.reset()
     elif cmd == "quit":
         device.quit()
     else:
@@ -79,7 +102,7 @@ def execute(device, line, write):
     return True
 
 
-async def run(device, write):
+async def run(device):
     lines = _StdinLines()
     while True:
         line = await lines.readline()
@@ -88,7 +111,9 @@ async def run(device, write):
         if not line:
             continue
         try:
-            if not execute(device, line, write):
-                write("? %s\n" % line)
+            if not execute(device, line):
+                device.bus.emit("error", message="unknown command: %s" % line)
+        except SystemExit:
+            raise  # reboot on the host ends the process
         except Exception as e:  # a bad line must not stop the device
-            write("! %s: %r\n" % (line, e))
+            device.bus.emit("error", message="%s: %r" % (line, e))

@@ -1,13 +1,16 @@
 # Start the device: board, configuration, console, then the device loop.
 #
 #   micropython firmware/main.py [--state DIR] [--sd DIR] [--speed N]
-#                                [--config PATH] [--json] [--no-console]
+#                                [--advance SECONDS] [--config PATH]
+#                                [--json] [--no-console]
 #
 # Options matter on the host only (the board has one state: its flash):
 # --state is the simulated board's state directory (NVS, RTC, SD, and
 # config.json unless --config), --speed runs the simulated clock N times
-# faster than real time, --json prints one JSON event per line on stdout,
-# --no-console leaves stdin alone.
+# faster than real time, --advance is the time that passed while the board
+# was off (an alarm that fell due meanwhile wakes it), --json prints one
+# JSON event per line on stdout (always on the board: its UART console
+# speaks that line protocol), --no-console leaves stdin alone.
 import sys
 
 import asyncio
@@ -24,11 +27,11 @@ _log = log.get("main")
 
 def parse_args(argv):
     opts = {"state": "/tmp/xiaozhi-sim", "sd": None, "speed": None, "config": None,
-            "json": False, "console": True}
+            "advance": None, "json": sys.platform == "esp32", "console": True}
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--state", "--sd", "--speed", "--config") and i + 1 < len(argv):
+        if a in ("--state", "--sd", "--speed", "--config", "--advance") and i + 1 < len(argv):
             opts[a[2:]] = argv[i + 1]
             i += 2
             continue
@@ -56,6 +59,8 @@ def make_board(opts):
     cfg = config_mod.load(cfg_path)
     speed = float(opts["speed"]) if opts["speed"] else cfg.get("clock_speed", 1)
     kw = {"state_dir": state, "speed": speed}
+    if opts["advance"]:
+        kw["advance"] = float(opts["advance"])
     if opts["sd"]:
         kw["sd_dir"] = opts["sd"]
     return hal.board(**kw), cfg_path
@@ -71,7 +76,7 @@ async def amain(argv):
     board.start()
     dev = Device(board, cfg, bus)
     if opts["console"]:
-        asyncio.create_task(console.run(dev, _write))
+        asyncio.create_task(console.run(dev))
     try:
         await dev.run()
     finally:
