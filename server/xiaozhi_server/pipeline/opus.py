@@ -5,7 +5,11 @@ per stream; one instance serves one stream and is not thread-safe.
 Encoding 10 s of 24 kHz audio takes about 20 ms, so callers may encode a
 sentence's frames in one go in the thread pool.
 """
+import ctypes
+
 import opuslib
+import opuslib.api as _api
+import opuslib.api.decoder as _dec
 
 UP_RATE = 16000
 DOWN_RATE = 24000
@@ -23,12 +27,20 @@ class OpusDecoder:
         self.rate = rate
         self.frame = frame_samples(rate, frame_ms)
         self._dec = opuslib.Decoder(rate, 1)
+        # One output buffer for every packet (opuslib allocates one per call).
+        self._max = rate * 120 // 1000
+        self._pcm = (ctypes.c_int16 * self._max)()
+        self._ptr = ctypes.cast(self._pcm, _api.c_int16_pointer)
+        self._bytes = memoryview(self._pcm).cast("B")
 
     def decode(self, packet):
         """PCM bytes of one Opus packet (an empty packet means a lost frame: concealed)."""
-        if not packet:
-            return self._dec.decode(b"", self.frame, decode_fec=False)
-        return self._dec.decode(bytes(packet), self.frame)
+        data = bytes(packet) if packet else None
+        n = _dec.libopus_decode(self._dec.decoder_state, data, len(data) if data else 0,
+                                self._ptr, self.frame if not data else self._max, 0)
+        if n < 0:
+            raise opuslib.OpusError(n)
+        return bytes(self._bytes[:n * 2])
 
 
 class OpusEncoder:

@@ -24,6 +24,11 @@ import asyncio
 import time
 
 
+def _wake(fut):
+    if not fut.done():
+        fut.set_result(None)
+
+
 class Pacer:
     def __init__(self, send, frame_ms=60, lead_frames=3, clock=time.monotonic, sleep=None, record=False):
         self._send = send
@@ -32,6 +37,7 @@ class Pacer:
         self._clock = clock
         self._sleep = sleep
         self._cancelled = asyncio.Event()
+        self._waiter = None
         self.record = record
         self.reset()
 
@@ -52,17 +58,30 @@ class Pacer:
 
     def cancel(self):
         self._cancelled.set()
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
 
     async def _wait(self, delay):
-        """Sleep `delay` seconds; True if a cancel interrupted it."""
+        """Sleep `delay` seconds; True if a cancel interrupted it.
+
+        One future and one timer per frame: asyncio.wait_for would create a
+        task per frame, which costs the event loop dearly at 16 frames a
+        second times every session."""
         if self._sleep is not None:
             await self._sleep(delay)
             return self._cancelled.is_set()
-        try:
-            await asyncio.wait_for(self._cancelled.wait(), delay)
+        if self._cancelled.is_set():
             return True
-        except asyncio.TimeoutError:
-            return False
+        loop = asyncio.get_running_loop()
+        fut = self._waiter = loop.create_future()
+        timer = loop.call_later(delay, _wake, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self._waiter = None
+        return self._cancelled.is_set()
 
     async def send(self, frame):
         """Send one frame when its time comes. False if the reply was cancelled."""

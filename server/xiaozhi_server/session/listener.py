@@ -96,21 +96,28 @@ class Listener:
         while self._frames:
             await self._process_batch()
 
-    async def _process_batch(self):
+    def _decode_and_detect(self, packets, detector, keep_manual):
+        """Blocking (in the pool): decode a batch and run the VAD over it, so
+        the event loop makes no codec call per frame."""
         pcm = bytearray()
-        while self._frames:
-            packet = self._frames.popleft()
+        for packet in packets:
             try:
                 pcm += self.decoder.decode(packet)
             except Exception as e:  # one corrupt packet must not deafen the session
                 log.info("undecodable Opus packet (%d bytes): %s", len(packet), e)
-        if not pcm:
+        if keep_manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
+            self._manual += pcm
+        return detector.feed_sync(bytes(pcm)) if pcm else []
+
+    async def _process_batch(self):
+        packets = []
+        while self._frames:
+            packets.append(self._frames.popleft())
+        if not packets:
             return
         manual = self.mode == "manual"
-        if manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
-            self._manual += pcm
         detector = await self._ensure_detector()
-        for ev in await detector.feed(bytes(pcm)):
+        for ev in await run_blocking(self._decode_and_detect, packets, detector, manual):
             if ev.kind == "start":
                 self._manual_speech = True
                 await self._on_start()
