@@ -80,18 +80,28 @@ class HostMic:
 
 
 class HostSpeaker:
+    # Frames go to STATE/speaker/reply_NNNN/ as they arrive, not into a list:
+    # a reply of several seconds would not fit the unix port's 256 KB heap
+    # next to the app. `replies` reads them back (tests only).
     def __init__(self, clock, out_dir, sample_rate=24000, frame_ms=FRAME_MS):
         self._clock = clock
         self.out_dir = out_dir
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
         self.volume = 70
-        self.replies = []  # list of lists of frames, one per reply
         self.bad_frames = 0  # frames the decoder rejected
-        self._current = None
+        self._open = False   # between begin_reply() and end_reply()
+        self._base = None    # this reply's frame directory, made at its first frame
+        self._frames = 0
+        self._dirs = []      # reply directories of this run
         self._play_until = 0
-        self._count = len([n for n in _listdir(out_dir) if n.startswith("reply_")]) \
-            if fs.isdir(out_dir) else 0
+        self._count = len([n for n in _listdir(out_dir) if n.startswith("reply_") and
+                           not n.endswith(".wav")]) if fs.isdir(out_dir) else 0
+
+    @property
+    def replies(self):
+        """The frames of each reply of this run, one list per reply."""
+        return [_frames_from_dir(d) for d in self._dirs]
 
     def configure(self, sample_rate, frame_ms=FRAME_MS):
         self.sample_rate = sample_rate
@@ -101,14 +111,15 @@ class HostSpeaker:
         self.volume = max(0, min(100, int(volume)))
 
     def begin_reply(self):
-        if self._current is not None:
+        if self._open:
             self.end_reply()
-        self._current = []
-        self.replies.append(self._current)
+        self._open = True
+        self._base = None
+        self._frames = 0
 
     async def write_frame(self, frame):
         """Queue one Opus frame; waits while the DMA buffer is full."""
-        if self._current is None:
+        if not self._open:
             self.begin_reply()
         now = self._clock.ticks_ms()
         if self._play_until < now:
@@ -116,7 +127,14 @@ class HostSpeaker:
         ahead = self._play_until - now
         if ahead > _SPEAKER_LEAD_MS:
             await self._clock.sleep_ms(ahead - _SPEAKER_LEAD_MS)
-        self._current.append(bytes(frame))
+        if self._base is None:
+            self._count += 1
+            self._base = fs.join(self.out_dir, "reply_%04d" % self._count)
+            fs.makedirs(self._base)
+            self._dirs.append(self._base)
+        with open(fs.join(self._base, "%05d.opus" % self._frames), "wb") as f:
+            f.write(frame)
+        self._frames += 1
         self._play_until += self.frame_ms
 
     async def drain(self):
@@ -127,21 +145,14 @@ class HostSpeaker:
 
     def end_reply(self):
         """Close the reply and write it out; returns the WAV path or None."""
-        frames, self._current = self._current, None
-        if not frames:
-            return None
-        self._count += 1
-        base = fs.join(self.out_dir, "reply_%04d" % self._count)
-        fs.makedirs(base)
-        for i, fr in enumerate(frames):
-            with open(fs.join(base, "%05d.opus" % i), "wb") as f:
-                f.write(fr)
-        if not opus.available():
+        base, self._base = self._base, None
+        self._open = False
+        if base is None or not opus.available():
             return None
         dec = opus.Decoder(self.sample_rate, self.frame_ms)
         silence = bytes(self.sample_rate * self.frame_ms // 1000 * 2)
         parts = []
-        for fr in frames:
+        for fr in _frames_from_dir(base):
             try:
                 parts.append(dec.decode(fr))
             except Exception:  # a corrupt frame plays as silence, as on the board
