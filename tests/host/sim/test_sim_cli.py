@@ -1,0 +1,143 @@
+"""tools/sim.py end to end against the real server on loopback: what a user
+of the simulator sees on its console (JSON lines, each a valid sim.event),
+the reply WAVs it writes, and how it ends."""
+import asyncio
+import json
+import os
+import sys
+import time
+
+import pytest
+import serial
+
+from testkit import ROOT, audio
+from testkit.server import server_config
+
+
+def voiced(path):
+    with open(path, "rb") as f:
+        pcm, rate = audio.read_wav(f.read())
+    return audio.seconds(pcm, rate), audio.voiced_fraction(pcm, rate)
+
+
+async def boot_to_opener(sim):
+    await sim.wait_event("boot", wake_cause="power_on")
+    opener = await sim.wait_event("subtitle", role="assistant", timeout=30)
+    reply = await sim.wait_event("reply", timeout=30)
+    await sim.wait_event("state", state="listening", after=sim.events.index(reply))
+    return opener, reply
+
+
+async def test_opener_heard_then_a_spoken_question_answered(fake_llm, start_server, run_sim, tmp_path):
+    fake_llm.reply("🙂 I am Xiaozhi, your little friend.")
+    server = await start_server(server_config(fake_llm.base_url))
+    sim = await run_sim(tmp_path / "state", "--server", server.http.ota_url, "--device-id", "02:00:00:00:00:11")
+    boot = await sim.wait_event("boot")
+    assert boot["device_id"] == "02:00:00:00:00:11"
+    opener, reply = await boot_to_opener(sim)
+    assert opener["text"]  # the server's opener line, shown as a subtitle
+    seconds, speech = voiced(reply["wav"])
+    assert reply["wav"].startswith(str(tmp_path / "state" / "speaker")) and seconds > 1 and speech > 0.3
+    mark = len(sim.events)
+    await sim.send("say What is your name?")
+    heard = await sim.wait_event("subtitle", role="user", after=mark, timeout=40)
+    assert "name" in heard["text"].lower()
+    answer = await sim.wait_event("subtitle", role="assistant", after=mark, timeout=30)
+    assert "little friend" in answer["text"]
+    second = await sim.wait_event("reply", after=mark, timeout=30)
+    assert second["index"] == reply["index"] + 1 and voiced(second["wav"])[1] > 0.3
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    assert sim.events[-1] == {"event": "exit", "reason": "quit", "code": 0}
+    assert sim.bad_lines == []  # stdout held nothing but valid events
+    assert fake_llm.requests[0].messages[-1]["content"].lower().startswith("what is your name")
+
+
+async def test_power_off_is_standby_and_the_state_survives(fake_llm, start_server, run_sim, tmp_path):
+    fake_llm.reply_tool_calls(("self_power_off", {}))
+    fake_llm.default_reply = "🙂 Good night."
+    server = await start_server(server_config(fake_llm.base_url))
+    state = tmp_path / "state"
+    sim = await run_sim(state, "--server", server.ws.url)
+    await boot_to_opener(sim)
+    first_id = sim.find("boot")[0]["device_id"]
+    await sim.send("say Please turn yourself off now.")
+    await sim.wait_event("standby", cause="power_off", timeout=40)
+    assert await sim.wait_exit() == 0
+    assert sim.events[-1] == {"event": "exit", "reason": "standby", "code": 0}
+    assert sim.bad_lines == []
+    # the next run over the same state is the same board, an hour later, woken by its button
+    again = await run_sim(state, "--server", server.ws.url, "--advance", "3600")
+    boot = await again.wait_event("boot")
+    assert boot["device_id"] == first_id and boot["wake_cause"] == "power_on"
+    await again.send("quit")
+    assert await again.wait_exit() == 0
+
+
+async def test_power_cut_ends_without_standby(run_sim, tmp_path):
+    sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
+    await sim.wait_event("error", message="cannot reach the server")
+    await sim.wait_event("state", state="idle", after=2)
+    await sim.send("power_cut")
+    assert await sim.wait_exit() == 0
+    assert sim.events[-1] == {"event": "exit", "reason": "power_cut", "code": 0}
+    assert sim.find("standby") == []
+
+
+async def test_console_commands_answer_as_events(run_sim, tmp_path):
+    sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
+    await sim.wait_event("state", state="idle", after=2)
+    await sim.send("status")
+    st = await sim.wait_event("status")
+    before = sim.events[:sim.events.index(st)]
+    assert st["state"] == [e for e in before if e["event"] == "state"][-1]["state"]  # what the console showed
+    assert st["player"] == "idle" and st["repeat_left"] == 0
+    await sim.send("fly away")
+    await sim.wait_event("error", message="unknown command: fly away")
+    await sim.send("warp 90")
+    assert (await sim.wait_event("warp"))["seconds"] == 90
+    await sim.send("mic /no/such.wav")
+    err = await sim.wait_event("error", after=len(sim.events) - 1)
+    assert "/no/such.wav" in err["message"]
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    assert sim.bad_lines == []
+
+
+async def test_the_console_on_a_pty(run_sim, tmp_path):
+    sim = await run_sim(tmp_path / "state", "--pty", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
+    path = (await sim.wait_event("pty"))["path"]
+    await sim.wait_event("state", state="idle", after=2)
+    port = serial.serial_for_url(path, baudrate=115200, timeout=0.2)
+    try:
+        port.write(b"status\r\n")
+        got, deadline = [], time.monotonic() + 10
+        while time.monotonic() < deadline:
+            line = await asyncio.to_thread(port.readline)
+            if line.startswith(b"{") and json.loads(line)["event"] == "status":
+                got.append(json.loads(line))
+                break
+        assert got and got[0]["player"] == "idle"
+    finally:
+        port.close()
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+
+
+async def test_micropython_board_hears_the_opener(start_server, run_sim, tmp_path):
+    server = await start_server(server_config(None))
+    sim = await run_sim(tmp_path / "state", "--micropython", "--server", server.ws.url)
+    opener, reply = await boot_to_opener(sim)
+    seconds, speech = voiced(reply["wav"])  # decoded by the sim: the unix port has no Opus
+    assert seconds > 1 and speech > 0.3
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    assert sim.bad_lines == []
+
+
+@pytest.mark.parametrize("args", [["--device-id", "board-7"], ["--mqtt", "nohost"], ["--server", "ftp://x"]])
+async def test_bad_options_exit_2(args, tmp_path):
+    proc = await asyncio.create_subprocess_exec(sys.executable, "tools/sim.py", "--state", str(tmp_path), *args,
+                                                cwd=ROOT, stderr=asyncio.subprocess.PIPE)
+    _, err = await proc.communicate()
+    assert proc.returncode == 2 and b"must" in err
