@@ -1,0 +1,128 @@
+# MQTT control: requests from the parents' app on cmd/ctl and cmd/task
+# (every action on either), acks on rpt/ack, reports on rpt/state.
+#
+#   ctl = Control(device_id, publish, actions, clock)
+#   await ctl.on_message(topic, payload)        # from lib/mqtt.py
+#
+# Each request is checked with proto.decode_mqtt_request. Outcomes:
+# - valid: actions[action](request) -> (code, reason, message), acked;
+# - invalid but a req_id can be read: refused with the validator's words;
+# - no req_id at all (not JSON, no header): logged, nothing to ack to;
+# - PLAY_MEDIA: refused as legacy, it never starts an app.
+# A req_id seen among the last RECENT requests is not executed again and
+# not acked again (the broker re-delivers QoS 1 messages).
+import json
+
+import log
+import proto
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+RECENT = const(16)
+_log = log.get("control")
+
+
+def _peek_req_id(payload):
+    """The req_id of a request that failed validation, if it can be read."""
+    try:
+        if len(payload) > proto.MQTT_MAX_PAYLOAD:
+            return None
+        obj = json.loads(bytes(payload))
+        rid = obj["header"]["req_id"]
+        action = obj.get("action")
+    except Exception:
+        return None
+    if isinstance(rid, str) and 0 < len(rid) <= 64:
+        return rid, action if isinstance(action, str) and len(action) <= 32 else None
+    return None
+
+
+class Control:
+    def __init__(self, device_id, publish, actions, clock=None):
+        self.device_id = device_id
+        self._publish = publish          # async fn(topic, bytes) -> bool
+        self._actions = actions          # action -> async fn(request) -> (code, reason, message)
+        self._clock = clock
+        self.on_ack = None               # fn(req_id, action, code, reason, message), for events
+        self._recent = [None] * RECENT   # ring of recent req_ids
+        self._at = 0
+        self.ack_topic = proto.topic(proto.TOPIC_RPT_ACK, device_id)
+        self.state_topic = proto.topic(proto.TOPIC_RPT_STATE, device_id)
+        self.topics = (proto.topic(proto.TOPIC_CMD_CTL, device_id),
+                       proto.topic(proto.TOPIC_CMD_TASK, device_id))
+
+    def _seen(self, rid):
+        if rid in self._recent:
+            return True
+        self._recent[self._at] = rid
+        self._at = (self._at + 1) % RECENT
+        return False
+
+    async def ack(self, req_id, code, message, action=None, reason=None):
+        a = proto.mqtt_ack(req_id, code == proto.ACK_ACCEPTED, code, message[:500], action=action,
+                           reason=reason[:64] if reason else None, device_id=self.device_id,
+                           timestamp=self._now())
+        _log.info("ack %s %s %s", req_id, code, message)
+        if self.on_ack is not None:
+            self.on_ack(req_id, action, code, reason, message)
+        await self._publish(self.ack_topic, proto.encode(a).encode(), 1)
+
+    async def report(self, state, event=None, message=None, **fields):
+        r = proto.mqtt_state(self.device_id, state, event=event,
+                             message=message[:500] if message else None, timestamp=self._now(),
+                             **fields)
+        await self._publish(self.state_topic, proto.encode(r).encode(), 1)
+
+    def _now(self):
+        return int(self._clock.time()) if self._clock is not None else None
+
+    async def on_oversize(self, topic, size):
+        # The payload was thrown away unread: nobody to ack, but say so.
+        _log.warn("request on %s of %d bytes dropped (limit %d)", topic, size, proto.MQTT_MAX_PAYLOAD)
+        await self.report("idle", event="request_dropped",
+                          message="request of %d bytes is over the %d byte limit" % (size, proto.MQTT_MAX_PAYLOAD))
+
+    async def on_message(self, topic, payload):
+        if topic not in self.topics:
+            return
+        try:
+            req = proto.decode_mqtt_request(payload)
+        except proto.ProtoError as e:
+            got = _peek_req_id(payload)
+            if got is None:
+                _log.warn("unreadable request on %s ignored: %s", topic, e.reason)
+                return
+            rid, action = got
+            if self._seen(rid):
+                return
+            await self.ack(rid, proto.ACK_REFUSED, e.reason, action=action, reason="invalid_request")
+            return
+        rid = req["header"]["req_id"]
+        action = req["action"]
+        if req["header"]["device_id"] != self.device_id:
+            if not self._seen(rid):
+                await self.ack(rid, proto.ACK_REFUSED, "request is for device %s" % req["header"]["device_id"],
+                               action=action, reason="wrong_device")
+            return
+        if self._seen(rid):
+            _log.info("duplicate request %s ignored", rid)
+            return
+        if action == proto.ACTION_PLAY_MEDIA:
+            await self.ack(rid, proto.ACK_REFUSED, "PLAY_MEDIA is legacy: use START_APP_TASK",
+                           action=action, reason="legacy_action")
+            return
+        fn = self._actions.get(action)
+        if fn is None:
+            await self.ack(rid, proto.ACK_REFUSED, "action %s is not served" % action, action=action,
+                           reason="unknown_action")
+            return
+        try:
+            code, reason, message = await fn(req)
+        except Exception as e:  # a failing action is a failed ack, never a crash
+            _log.error("%s %s failed: %r", action, rid, e)
+            code, reason, message = proto.ACK_FAILED, "internal", "device error: %r" % (e,)
+        await self.ack(rid, code, message, action=action, reason=reason)

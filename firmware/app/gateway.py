@@ -1,0 +1,158 @@
+# The entry gateway: every channel (MQTT, alarm, offline words, wake word,
+# boot) starts a task through start_app_task(app_id, task_id, params,
+# source). Priorities come from proto.SOURCE_PRIORITY (mqtt_immediate 3,
+# schedule 2, voice 1, default_chat 0): higher preempts, equal replaces
+# (last wins), lower is refused with a reason. A finished task holds no
+# priority any more: the device is back in the default chat.
+#
+#   gw = Gateway(runner)        # runner.stop_all(), await runner.hand_off(task)
+#   out = await gw.start_app_task("english_learning", "repeater", {...}, "mqtt_immediate")
+#   out -> {"code": "accepted"|"refused"|"failed", "reason", "message", "mode"}
+#
+# Preempting and replacing use the one generic stop (runner.stop_all: the
+# player, listening, a reply in flight), then hand the task to the server
+# (runner.hand_off: open the channel if needed, app/start_task), which
+# runs the task's skills. Requests are served one at a time.
+#
+# When does a task finish? The device does not know the registry: a task
+# that played something on the SD player has finished when the player is
+# done with its passes (or was stopped by something else); any task ends
+# when the server connection ends (the server's runtime starts over at
+# the default app too).
+import asyncio
+
+import log
+import proto
+
+PREEMPT = "preempt"
+REPLACE = "replace"
+REFUSE = "refuse"
+
+_log = log.get("gateway")
+
+
+class HandOffError(Exception):
+    """The server could not be asked (code failed) or said no (code refused)."""
+
+    def __init__(self, code, reason, message):
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
+def task(app_id, task_id, params=None, source=proto.SOURCE_VOICE, alarm_id=None):
+    t = {"app_id": app_id, "task_id": task_id, "params": params or {}, "source": source}
+    if alarm_id is not None:
+        t["alarm_id"] = alarm_id
+    return t
+
+
+def default_task(source=proto.SOURCE_DEFAULT_CHAT):
+    return task(proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, {}, source)
+
+
+def is_default(t):
+    return t is not None and t["app_id"] == proto.DEFAULT_APP_ID and \
+        t["task_id"] == proto.DEFAULT_TASK_ID
+
+
+def key(t):
+    return "%s.%s" % (t["app_id"], t["task_id"])
+
+
+def decide(current, source):
+    """(verdict, reason) for a request from `source` while `current` runs."""
+    new_p = proto.SOURCE_PRIORITY[source]
+    if current is None:
+        return PREEMPT, "nothing runs"
+    cur_p = proto.SOURCE_PRIORITY[current["source"]]
+    if new_p > cur_p:
+        return PREEMPT, "%s outranks %s" % (source, current["source"])
+    if new_p == cur_p:
+        return REPLACE, "same priority: last wins"
+    return REFUSE, "%s started by %s (priority %d) is running; %s has priority %d" % (
+        key(current), current["source"], cur_p, source, new_p)
+
+
+def outcome(code, reason, message, mode=None):
+    return {"code": code, "reason": reason, "message": message, "mode": mode}
+
+
+class Gateway:
+    def __init__(self, runner, bus=None):
+        self._runner = runner
+        self._bus = bus
+        self.current = default_task()
+        self.mode = proto.MODE_CHAT
+        self._played = False       # the current task used the SD player
+        self._stopping = False
+        self._lock = asyncio.Lock()
+        self.on_finished = []      # fn(task, natural) when a task ends by itself
+
+    def verdict(self, source):
+        return decide(self.current, source)
+
+    def _emit(self, t, out):
+        if self._bus is not None:
+            self._bus.emit("task", app_id=t["app_id"], task_id=t["task_id"], source=t["source"],
+                           outcome=out["code"], reason=out["reason"], message=out["message"])
+
+    async def start_app_task(self, app_id, task_id, params=None, source=proto.SOURCE_VOICE,
+                             alarm_id=None):
+        t = task(app_id, task_id, params, source, alarm_id)
+        async with self._lock:
+            out = await self._start(t)
+        _log.info("%s from %s: %s (%s)", key(t), source, out["code"], out["message"])
+        self._emit(t, out)
+        return out
+
+    async def _start(self, t):
+        verdict, why = decide(self.current, t["source"])
+        if verdict == REFUSE:
+            return outcome(proto.ACK_REFUSED, "busy", why)
+        self._stopping = True
+        try:
+            await self._runner.stop_all()
+        finally:
+            self._stopping = False
+        self.current = t
+        self._played = False
+        try:
+            result = await self._runner.hand_off(t)
+        except HandOffError as e:
+            self.current = default_task()
+            return outcome(e.code, e.reason, e.message)
+        if not result.get("accepted"):
+            # The server keeps its own task: so do we.
+            self.current = default_task()
+            return outcome(proto.ACK_REFUSED, "server_refused",
+                           result.get("reason") or "the server refused the task")
+        self.mode = result.get("interaction_mode") or proto.MODE_CHAT
+        return outcome(proto.ACK_ACCEPTED, verdict, "%s started (%s)" % (key(t), why), self.mode)
+
+    # ---- what ends a task ----
+
+    def player_event(self, event):
+        if self._stopping:
+            return
+        if event == "playing":
+            self._played = True
+        elif self._played and event in ("done", "stopped"):
+            self._finish(event == "done")
+
+    def channel_closed(self):
+        if not is_default(self.current):
+            self._finish(False)
+
+    def _finish(self, natural):
+        t = self.current
+        self.current = default_task()
+        self.mode = proto.MODE_CHAT
+        self._played = False
+        _log.info("%s from %s finished (%s)", key(t), t["source"], "natural" if natural else "stopped")
+        for fn in self.on_finished:
+            try:
+                fn(t, natural)
+            except Exception as e:
+                _log.error("finish listener failed: %r", e)
