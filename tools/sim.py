@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import re
+import signal
 import sys
 import threading
 
@@ -225,12 +226,16 @@ class Sim:
 def main(argv=None):
     args = parse_args(argv)
     state = prepare_state(args)
+    sim = Sim(args, state)
+    # SIGTERM is a quit from outside: the board leaves the server cleanly.
+    signal.signal(signal.SIGTERM, lambda *_: sim.q.put(("cmd", "quit")))
     try:
-        return Sim(args, state).run()
+        return sim.run()
     except FileNotFoundError as e:
         print("sim: %s" % e, file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        sim.fw.stop()
         return EXIT_OK
 
 

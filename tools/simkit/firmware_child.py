@@ -26,6 +26,15 @@ def interpreter(root, micropython):
     return [mp, "-X", "heapsize=" + HEAP]
 
 
+def _die_with_parent():
+    # If the sim itself is killed, the board must not run on unseen (Linux).
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class FirmwareChild:
     def __init__(self, root, state_dir, micropython=False, speed=None, advance=None, sd_dir=None):
         self.root = root
@@ -59,7 +68,8 @@ class FirmwareChild:
     def start(self, on_line):
         self.cut = False
         self.proc = subprocess.Popen(self.argv(), cwd=self.root, env=self.env(), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     preexec_fn=_die_with_parent)
         threading.Thread(target=self._pump, args=(self.proc, on_line), daemon=True).start()
 
     def _pump(self, proc, on_line):
