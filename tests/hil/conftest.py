@@ -73,7 +73,9 @@ def _hil_server(request):
         yield None, None
         return
     with FakeLLM() as llm:
-        with ServerThread(server_config(llm.base_url)) as srv:
+        # A short opener: every test boots and hears it before anything else.
+        cfg = server_config(llm.base_url, apps={"opener_lines": {"zh": ["你好呀！"], "en": ["Hi there!"]}})
+        with ServerThread(cfg) as srv:
             yield llm, srv
 
 
