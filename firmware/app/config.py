@@ -21,6 +21,11 @@ DEFAULTS = {
     # the next wake word): attempts, first delay, cap.
     "reconnect": {"attempts": 0, "first_ms": 1000, "max_ms": 30000},
     "clock_speed": 1,
+    # Parents' control over MQTT (empty url: off), local time for
+    # repeating alarms, and the offline command table (empty: the asset).
+    "mqtt": {"url": "", "keepalive": 60, "user": "", "password": ""},
+    "timezone_offset_min": 0,
+    "commands_path": "",
 }
 
 

@@ -1,0 +1,178 @@
+# The device's entry channels wired together: the gateway, MQTT control,
+# alarms on the DS3231, offline command words, boot resolution and the
+# pending_task record. Device calls into it at a few points (boot, wake,
+# phrase, player events, channel end, standby).
+#
+#   entry = Entry(device)
+#   task, why = entry.boot_task()       # after Wi-Fi, before the first connect
+#   entry.start()                       # MQTT and the alarm watcher
+import asyncio
+
+import ds3231
+import log
+import nvs_store
+import proto
+from app import boot_resolver, gateway
+from app.flag import Flag
+
+REC_CACHED = "mqtt_cmd"
+REC_PENDING = "pending"
+_ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/assets/commands.json")
+
+_log = log.get("entry")
+
+
+def _load_commands(path):
+    from app import commands as commands_mod
+    for p in ((path,) if path else _ASSET_PATHS):
+        try:
+            return commands_mod.load(p)
+        except (OSError, ValueError):
+            continue
+    _log.warn("no command table found: offline command words are off")
+    return {"steps": {"main": []}}
+
+
+class Entry:
+    def __init__(self, device):
+        self.dev = device
+        b = device.board
+        self.clock = b.clock
+        self.records = nvs_store.RecordStore(b.nvs("xiaozhi"))
+        self.rtc = ds3231.DS3231(b.i2c)
+        self._alarms = None
+        from app.handoff import HandOff
+        self.gateway = gateway.Gateway(HandOff(device), device.bus)
+        self.gateway.on_finished.append(self._finished)
+        self._commands = None
+        self.remote = None        # the MQTT side (app/remote.py) when configured
+        self._late_acks = []      # (req_id, outcome) of cached commands run at boot
+        self._alarm_flag = Flag()
+
+    # The alarm table and the command words are loaded when first needed:
+    # on the unix port every module costs heap (the board runs them frozen).
+
+    @property
+    def alarms(self):
+        if self._alarms is None:
+            from app import alarms as alarms_mod
+            tz = int(self.dev.cfg.get("timezone_offset_min", 0)) * 60
+            self._alarms = alarms_mod.Alarms(self.rtc, nvs_store.RecordStore(self.dev.board.nvs("xzalarms"), 2048),
+                                             tz, pending_store=self.records)
+        return self._alarms
+
+    @property
+    def commands(self):
+        if self._commands is None:
+            from app import commands as commands_mod
+            self._commands = commands_mod.Commands(_load_commands(self.dev.cfg.get("commands_path")),
+                                                   self.clock, self.dev.player.files)
+        return self._commands
+
+    def now(self):
+        return self.rtc.time()
+
+    # ---- boot ----
+
+    def boot_task(self):
+        # The chip is the battery-backed clock; after a battery change it
+        # starts from the board clock (set from the server's time by OTA).
+        if self.rtc.lost_power():
+            self.rtc.set_time(self.clock.time())
+        now = self.now()
+        cause = self.dev.board.wake_cause()
+        entry = None
+        if cause == proto.WAKE_ALARM or self.rtc.alarm_fired():
+            entry = self.alarms.fired(now)
+        t, why = boot_resolver.resolve(cause, entry is not None, self.records.get(REC_CACHED),
+                                       self.records.get(REC_PENDING),
+                                       self.alarms.task_of(entry) if entry else None)
+        _log.info("boot (%s): %s from %s (%s)", cause, gateway.key(t), t["source"], why)
+        return t, why
+
+    async def run_boot_task(self, t, why):
+        out = await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
+                                                t.get("alarm_id"))
+        if why == "cached_mqtt":
+            cached = self.records.get(REC_CACHED) or {}
+            if out["code"] != proto.ACK_FAILED:
+                self.records.delete(REC_CACHED)
+            if cached.get("req_id"):
+                self._late_acks.append((cached["req_id"], out))
+        return out
+
+    def start(self):
+        rtc_int = self.dev.board.rtc_int
+        rtc_int.irq(lambda _pin: self._alarm_flag.set(), rtc_int.IRQ_FALLING)
+        asyncio.create_task(self._alarm_loop())
+        url = (self.dev.cfg.get("mqtt") or {}).get("url")
+        if url:
+            self._start_mqtt(url)
+
+    def _start_mqtt(self, url):
+        # Imported only when MQTT is configured: on the unix port every
+        # module costs heap (on the board they are frozen into flash).
+        from app.remote import Remote
+        self.remote = Remote(self, url)
+
+    async def report(self, event, message=None):
+        if self.remote is not None:
+            await self.remote.report(event, message)
+
+    # ---- alarms while on ----
+
+    async def _alarm_loop(self):
+        while True:
+            await self._alarm_flag.wait()
+            if not self.rtc.alarm_fired():
+                continue
+            entry = self.alarms.fired(self.now())
+            if entry is None:
+                continue
+            t = self.alarms.task_of(entry)
+            verdict, why = self.gateway.verdict(proto.SOURCE_SCHEDULE)
+            if verdict == gateway.REFUSE:
+                _log.warn("alarm %s skipped: %s", entry["alarm_id"], why)
+                self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=self.now(), what="fired",
+                                  skipped=why)
+                await self.report("alarm_skipped", "alarm %s skipped: %s" % (entry["alarm_id"], why))
+                continue
+            self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=self.now(), what="fired")
+            await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
+                                              t.get("alarm_id"))
+
+    def _finished(self, t, natural):
+        if t["source"] != proto.SOURCE_SCHEDULE:
+            return
+        p = self.records.get(REC_PENDING)
+        if not isinstance(p, dict) or p.get("alarm_id") in (None, t.get("alarm_id")):
+            self.records.put(REC_PENDING, proto.pending_task(
+                proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, proto.SOURCE_DEFAULT_CHAT, self.now(), params={}))
+            _log.info("scheduled %s finished: pending is %s.%s again", gateway.key(t),
+                      proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID)
+
+    # ---- voice ----
+
+    async def on_phrase(self, text):
+        r = self.commands.match(text)
+        kind = r[0]
+        if kind == "menu":
+            _log.info("command word %r: menu %s (%s)", text, r[1], ", ".join(self.commands.phrases()))
+            return
+        if kind == "unknown":
+            _log.info("command word %r is not in step %s", text, self.commands.current_step())
+            return
+        if kind == "reserved":
+            msg = "%s.%s is not available yet" % (r[1], r[2])
+            _log.info("command word %r: %s", text, msg)
+            self.dev.bus.emit("task", app_id=r[1], task_id=r[2], source=proto.SOURCE_VOICE,
+                              outcome=proto.ACK_REFUSED, reason="not_available", message=msg)
+            return
+        _log.info("command word %r -> %s.%s", text, r[1], r[2])
+        out = await self.gateway.start_app_task(r[1], r[2], r[3], proto.SOURCE_VOICE)
+        if out["code"] == proto.ACK_REFUSED:
+            await self.report("voice_refused", "%s: %s" % (text, out["message"]))
+
+    async def shutdown(self):
+        if self.remote is not None:
+            await self.remote.shutdown()

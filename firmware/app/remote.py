@@ -1,0 +1,123 @@
+# The device's MQTT side: the client (lib/mqtt.py), control requests
+# (app/control.py) turned into gateway and alarm calls, acks, and reports
+# on rpt/state for the parents' app. Loaded only when config.json names a
+# broker (mqtt.url).
+import asyncio
+
+import mqtt
+import proto
+from app import control as control_mod, gateway
+from app.entry import REC_CACHED
+
+
+def _parse_url(url):
+    # mqtt://host[:port]
+    rest = url.split("://", 1)[-1].rstrip("/")
+    host, _, port = rest.partition(":")
+    return host, int(port) if port else 1883
+
+
+class Remote:
+
+    def __init__(self, entry, url):
+        self.entry = entry
+        self.dev = entry.dev
+        self.gateway = entry.gateway
+        m = self.dev.cfg.get("mqtt") or {}
+        dev_id = self.dev.identity.device_id
+        self.control = control_mod.Control(dev_id, self._publish, {
+            proto.ACTION_START_APP_TASK: self._start_app_task,
+            proto.ACTION_SET_ALARM: self._set_alarm,
+            proto.ACTION_UNSET_ALARM: self._unset_alarm,
+        }, entry.rtc)
+        self.control.on_ack = self._acked
+        host, port = _parse_url(url)
+        c = mqtt.MQTTClient(host, port, "xz-" + dev_id, on_message=self._on_message,
+                            keepalive=m.get("keepalive", 60), user=m.get("user") or None,
+                            password=m.get("password") or None, on_oversize=self._on_oversize,
+                            on_connect=self._on_connect)
+        for tp in self.control.topics:
+            c.subscribe(tp, 1)
+        self.mqtt = c
+        self.dev.bus.listen(self._forward)
+        asyncio.create_task(c.run())
+
+    def _acked(self, req_id, action, code, reason, message):
+        self.dev.bus.emit("mqtt", action=action, req_id=req_id, ok=code == proto.ACK_ACCEPTED,
+                          code=code, reason=reason, message=message)
+
+    async def _publish(self, topic, data, qos=1):
+        if self.mqtt is None:
+            return False
+        return await self.mqtt.publish(topic, data, qos)
+
+    def _on_message(self, topic, payload):
+        # Off the reading task: an action waits for the server, and our own
+        # acks need the reader to see their PUBACKs.
+        asyncio.create_task(self.control.on_message(topic, bytes(payload)))
+
+    def _on_oversize(self, topic, size):
+        asyncio.create_task(self.control.on_oversize(topic, size))
+
+    async def _on_connect(self):
+        self.dev.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)
+        await self.report("online")
+        acks, self.entry._late_acks = self.entry._late_acks, []
+        for rid, out in acks:
+            await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
+                                   out["reason"])
+
+    async def report(self, event, message=None):
+        if self.control is None or self.mqtt is None or not self.mqtt.connected:
+            return
+        g = self.gateway
+        st = self.dev.player.status()
+        await self.control.report(self.dev.state.state, event=event, message=message,
+                                  active_app_id=g.current["app_id"], active_task_id=g.current["task_id"],
+                                  source=g.current["source"],
+                                  player={"state": st["state"], "name": st["name"],
+                                          "repeat_left": st["repeat_left"]})
+
+    def _forward(self, ev):
+        # Device events the parents' app hears about on rpt/state.
+        name = ev["event"]
+        if name == "task" or (name == "player" and ev.get("state") == "done"):
+            asyncio.create_task(self.report(name if name == "task" else "player_done",
+                                            ev.get("message")))
+
+    async def _start_app_task(self, req):
+        p = req["payload"]
+        verdict, why = self.gateway.verdict(proto.SOURCE_MQTT_IMMEDIATE)
+        if verdict == gateway.REFUSE:
+            return proto.ACK_REFUSED, "busy", why
+        # Kept until it has run: a power cut or an unreachable server leaves
+        # it for the next boot (boot resolution, first rule).
+        self.entry.records.put(REC_CACHED, {"req_id": req["header"]["req_id"], "app_id": p["app_id"],
+                                      "task_id": p["task_id"], "params": p.get("params") or {}})
+        out = await self.gateway.start_app_task(p["app_id"], p["task_id"], p.get("params") or {},
+                                                proto.SOURCE_MQTT_IMMEDIATE)
+        if out["code"] == proto.ACK_FAILED:
+            return out["code"], out["reason"], out["message"] + "; kept for the next boot"
+        self.entry.records.delete(REC_CACHED)
+        return out["code"], out["reason"], out["message"]
+
+    async def _set_alarm(self, req):
+        p = req["payload"]
+        why = self.entry.alarms.set(p, self.entry.now())
+        if why:
+            return proto.ACK_REFUSED, "invalid_alarm", why
+        a = self.entry.alarms.armed() or {}
+        self.dev.bus.emit("alarm", alarm_id=a.get("alarm_id"), at=a.get("at"), what="set")
+        return proto.ACK_ACCEPTED, "stored", "alarm %s stored; next alarm %s at %s" % (
+            p["alarm_id"], a.get("alarm_id"), a.get("at"))
+
+    async def _unset_alarm(self, req):
+        aid = req["payload"]["alarm_id"]
+        if not self.entry.alarms.unset(aid, self.entry.now()):
+            return proto.ACK_REFUSED, "unknown_alarm", "no alarm %s" % aid
+        self.dev.bus.emit("alarm", alarm_id=aid, at=None, what="cleared")
+        return proto.ACK_ACCEPTED, "removed", "alarm %s removed" % aid
+
+
+    async def shutdown(self):
+        await self.mqtt.disconnect()
