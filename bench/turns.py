@@ -102,13 +102,19 @@ def run_turns(count=24):
     vcfg = configmod.DEFAULTS["vad"]
     vad = create("vad", vcfg)
     threshold, configured = vcfg.get("threshold", 0.5), vcfg.get("silence_ms", 300)
+    commit = vcfg.get("commit_silence_ms", configured)
     pauses = [p for u in utterances for p in u.pauses]
     figures = []
-    for silence_ms in (configured,) + tuple(s for s in SWEEP_MS if s != configured):
+    # The configured silence ends a turn speculatively (the reply is prepared);
+    # the child is cut off only by a pause longer than commit_silence_ms, when
+    # the prepared reply becomes audible. Both are shown, and a sweep beside them.
+    runs = [(configured, "silence_ms=%d (speculative end: reply prepared)" % configured, True)]
+    if commit != configured:
+        runs.append((commit, "commit_silence_ms=%d (reply heard: a cut-off here is real)" % commit, True))
+    runs += [(s, "silence_ms=%d" % s, False) for s in SWEEP_MS if s not in (configured, commit)]
+    for silence_ms, tag, main in runs:
         cut, delays, missed, cutting = judge(utterances, vad, threshold, silence_ms)
         rate = 100.0 * cut / len(utterances)
-        tag = "silence_ms=%d%s" % (silence_ms, " (configured)" if silence_ms == configured else "")
-        main = silence_ms == configured
         figures.append(Figure("end-of-turn delay p50, " + tag, percentile(delays, 50), "ms",
                               limit=300.0 if main else None, better="le",
                               note=("%d utterances, %d pauses of %d-%d ms" % (len(utterances), len(pauses),

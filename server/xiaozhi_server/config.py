@@ -80,7 +80,10 @@ DEFAULTS = {
         "exit_translation_phrases": ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧",
                                      "exit translation", "stop translating", "stop translation", "back to chat"],
     },
-    "vad": {"type": "silero", "silence_ms": 300, "threshold": 0.5},
+    # silence_ms: silence that ends a turn speculatively (the reply is prepared);
+    # commit_silence_ms: silence after which it is heard (a pause shorter than
+    # this is the child taking a breath: the words are joined, nothing is cut).
+    "vad": {"type": "silero", "silence_ms": 300, "commit_silence_ms": 700, "threshold": 0.5},
     "asr": {"type": "whisper"},
     "tts": {
         "type": "fallback",

@@ -102,8 +102,11 @@ class Speaker:
         finally:
             await queue.put((_END, None))
 
-    async def speak(self, sentences):
-        """True when everything was spoken and has played; False if cancelled."""
+    async def speak(self, sentences, gate=None):
+        """True when everything was spoken and has played; False if cancelled.
+
+        gate: a future; nothing is sent until it is True (synthesis starts at
+        once), and if it turns False the reply is dropped unheard."""
         reply = self._current = _Reply(self.rate, self._send_audio, self.lead_frames, self.record)
         self.pacer = reply.pacer
         self.first_frame_at = None
@@ -119,6 +122,8 @@ class Speaker:
                     return False
                 if kind == "start":
                     if not started:
+                        if gate is not None and not await asyncio.shield(gate):
+                            return False
                         started = True
                         self.speaking = True
                         await self._send_json(proto.tts(proto.TTS_START, session_id=self.session_id))

@@ -57,6 +57,11 @@ class EndOfTurnDetector:
         self._quiet = 0     # consecutive quiet windows while speaking
         self._windows = 0   # windows in the current utterance
 
+    @property
+    def onset(self):
+        """Speech-like windows are being counted (not yet enough for a start)."""
+        return not self.speaking and self._run > 0
+
     def reset(self):
         self.vad.reset()
         self._pending = np.zeros(0, dtype="<i2")

@@ -25,6 +25,7 @@ from .. import protocol as proto
 from . import priority
 from .proactive import Proactive
 from .prompts import system_prompt
+from ..session.listener import committed
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,11 @@ class AppRuntime:
     async def route(self, text, utterance=None):
         self.proactive.user_spoke()
         mode = self.mode
+        if not (mode == proto.MODE_CHAT and not self.session.is_exit_phrase(text)):
+            # Only a chat answer is prepared speculatively; anything else
+            # (translating, leaving, switching) waits until the words are final.
+            if not await committed(utterance):
+                return
         if mode == proto.MODE_TRANSLATION:
             if self._is_translation_exit(text):
                 await self.start_default(proto.SOURCE_VOICE)

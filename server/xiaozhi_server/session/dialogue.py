@@ -11,6 +11,7 @@ if any, is the last thing spoken.
 `emotion` is set from the model's leading emoji once the first text
 arrives; `on_emotion` is called with it once per turn.
 """
+import asyncio
 import contextlib
 import json
 import logging
@@ -39,8 +40,8 @@ class Dialogue:
         self.tool_policy = None      # None = every tool; else allowed names
         self.last_error = None
 
-    def _messages(self):
-        return [{"role": "system", "content": self.system_prompt}] + self.history
+    def _messages(self, turn=()):
+        return [{"role": "system", "content": self.system_prompt}] + self.history + list(turn)
 
     def _trim(self):
         # keep the last N user turns (a turn starts at a user message)
@@ -52,8 +53,10 @@ class Dialogue:
         """Something the server said on its own (an opener) joins the history."""
         self.history.append({"role": "assistant", "content": text})
 
-    async def reply(self, user_text, on_emotion=None):
-        self.history.append({"role": "user", "content": user_text})
+    async def reply(self, user_text, on_emotion=None, gate=None):
+        """gate: a future; tools run and the turn joins the history only once
+        it is True (a speculative turn the child went on from leaves no trace)."""
+        turn = [{"role": "user", "content": user_text}]
         self._trim()
         language = "zh" if any("\u4e00" <= c <= "\u9fff" for c in user_text) else "en"
         emotion_sent = False
@@ -62,7 +65,7 @@ class Dialogue:
             text_parts, calls = [], []
             head = ""  # text held back until the leading emoji is known
             tools = self.tools.declarations(self.tool_policy) if _round < self.max_rounds else []
-            stream = self.llm.stream_chat(self._messages(), tools or None)
+            stream = self.llm.stream_chat(self._messages(turn), tools or None)
             async with contextlib.aclosing(stream):
                 async for ev in stream:
                     if ev.kind == "text":
@@ -97,7 +100,9 @@ class Dialogue:
             said = "".join(text_parts)
             if not calls:
                 if said:
-                    self.history.append({"role": "assistant", "content": said})
+                    turn.append({"role": "assistant", "content": said})
+                    if gate is None or await asyncio.shield(gate):
+                        self.history.extend(turn)
                 elif self.last_error is not None:
                     self.last_error = None
                     line = FALLBACK_LINES.get(language, FALLBACK_LINES["en"])
@@ -105,7 +110,9 @@ class Dialogue:
                         await on_emotion("sad")
                     yield line
                 return
-            self.history.append({"role": "assistant", "content": said or None, "tool_calls": [
+            if gate is not None and not await asyncio.shield(gate):
+                return  # tools have effects: never for words the child went on from
+            turn.append({"role": "assistant", "content": said or None, "tool_calls": [
                 {"id": c.id, "type": "function",
                  "function": {"name": c.name, "arguments": c.raw_arguments or "{}"}} for c in calls]})
             ended = None
@@ -113,11 +120,15 @@ class Dialogue:
                 args = c.arguments if c.error is None else None
                 out = await self.tools.call(c.name, args, self.tool_policy)
                 log.info("tool %s(%s) -> %s", c.name, json.dumps(args, ensure_ascii=False)[:200], out.text[:200])
-                self.history.append({"role": "tool", "tool_call_id": c.id, "content": out.text})
+                turn.append({"role": "tool", "tool_call_id": c.id, "content": out.text})
                 if out.end_turn:
                     ended = out
             if ended is not None:
                 if ended.say:
-                    self.history.append({"role": "assistant", "content": ended.say})
+                    turn.append({"role": "assistant", "content": ended.say})
+                self.history.extend(turn)
+                if ended.say:
                     yield ended.say
                 return
+            self.history.extend(turn)
+            turn = []

@@ -8,6 +8,16 @@ server speaks is reported (`on_speech_start`) so the session can barge in.
 
 Modes: auto and realtime end a turn on silence; manual ends it on
 `listen stop` (push to talk), whatever the VAD says.
+
+Speculative end of turn (auto and realtime): after `silence_ms` (300 ms)
+of silence the utterance goes to ASR at once and is handed on with an
+uncommitted `commit` future, so the reply can be prepared while the child
+may still go on. After `commit_silence_ms` (700 ms) of silence the future
+becomes True and the reply may be heard. If the child speaks again before
+that, it becomes False, the reply prepared so far is dropped unheard, and
+the new words are joined to the old ones into one utterance. So a pause
+for breath does not cut the child off, and a real end of turn costs no
+more latency than the 300 ms decision.
 """
 import asyncio
 import collections
@@ -25,13 +35,33 @@ MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
 
 
 class Utterance:
-    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms")
+    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit")
 
-    def __init__(self, text, audio_ms, ended_at, asr_ms):
+    def __init__(self, text, audio_ms, ended_at, asr_ms, commit=None):
         self.text = text
         self.audio_ms = audio_ms
         self.ended_at = ended_at   # time.monotonic() when the end of speech was decided
         self.asr_ms = asr_ms
+        self.commit = commit       # None (final) or a future: True = heard to the end
+
+
+async def committed(utterance):
+    """True once the utterance is final (at once for push to talk and text)."""
+    if utterance is None or utterance.commit is None:
+        return True
+    return await asyncio.shield(utterance.commit)
+
+
+class _Tentative:
+    """An utterance whose end is decided but not yet committed."""
+
+    __slots__ = ("audio", "commit", "heard_ms", "timer")
+
+    def __init__(self, audio, commit):
+        self.audio = audio
+        self.commit = commit
+        self.heard_ms = 0       # ms of audio heard since the end (all quiet so far)
+        self.timer = None
 
 
 class Listener:
@@ -52,6 +82,11 @@ class Listener:
         self._asr_tasks = set()
         self._manual = bytearray()     # push to talk: everything since listen start
         self._manual_speech = False
+        self._tentative = None
+        self._prefix = b""             # words of a resumed utterance, joined to the next
+        self.silence_ms = int(self._vad_cfg.get("silence_ms", 300))
+        self.commit_ms = max(self.silence_ms, int(self._vad_cfg.get("commit_silence_ms", 700)))
+        self.resumed = 0
         self.dropped = 0
 
     def start(self, mode="auto"):
@@ -66,6 +101,8 @@ class Listener:
         """listen stop: in manual mode the turn ends now with what was said."""
         self.active = False
         await self._drain_queue()
+        if self._tentative is not None:
+            self._commit(self._tentative)   # the device says the child has finished
         if self.mode == "manual":
             if self.detector is not None:
                 self.detector.reset()
@@ -107,7 +144,7 @@ class Listener:
                 log.info("undecodable Opus packet (%d bytes): %s", len(packet), e)
         if keep_manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
             self._manual += pcm
-        return detector.feed_sync(bytes(pcm)) if pcm else []
+        return (detector.feed_sync(bytes(pcm)) if pcm else []), len(pcm) // 32
 
     async def _process_batch(self):
         packets = []
@@ -117,19 +154,62 @@ class Listener:
             return
         manual = self.mode == "manual"
         detector = await self._ensure_detector()
-        for ev in await run_blocking(self._decode_and_detect, packets, detector, manual):
+        events, heard_ms = await run_blocking(self._decode_and_detect, packets, detector, manual)
+        for ev in events:
             if ev.kind == "start":
                 self._manual_speech = True
+                self._resume()
                 await self._on_start()
             elif ev.kind == "end" and not manual:
-                self._finish_audio(ev.audio)
+                self._speculate(self._prefix + ev.audio)
+                self._prefix = b""
+        t = self._tentative
+        if t is not None and not any(ev.kind == "start" for ev in events):
+            t.heard_ms += heard_ms
+            # Not while a voice may be starting again: wait for the VAD's verdict.
+            if t.heard_ms >= self.commit_ms - self.silence_ms and not detector.onset:
+                self._commit(t)
 
-    def _finish_audio(self, audio):
-        t = asyncio.create_task(self._transcribe(audio, time.monotonic()))
+    def _speculate(self, audio):
+        fut = asyncio.get_running_loop().create_future()
+        t = self._tentative = _Tentative(audio, fut)
+        # If the device stops sending audio, commit on the clock instead.
+        wait = (self.commit_ms - self.silence_ms) / 1000.0 + 0.15
+        t.timer = asyncio.get_running_loop().call_later(wait, self._commit_on_clock, t)
+        self._finish_audio(audio, fut)
+
+    def _commit_on_clock(self, t):
+        if self.detector is not None and self.detector.onset and self._tentative is t:
+            t.timer = asyncio.get_running_loop().call_later(0.1, self._commit_on_clock, t)
+            return
+        self._commit(t)
+
+    def _commit(self, t):
+        if t.timer is not None:
+            t.timer.cancel()
+        if not t.commit.done():
+            t.commit.set_result(True)
+        if self._tentative is t:
+            self._tentative = None
+
+    def _resume(self):
+        """Speech again before the commit: the last words continue."""
+        t = self._tentative
+        if t is None or t.commit.done():
+            return
+        t.timer.cancel()
+        t.commit.set_result(False)
+        self._prefix = t.audio
+        self._tentative = None
+        self.resumed += 1
+        log.info("the child went on after a pause: joining the utterances")
+
+    def _finish_audio(self, audio, commit=None):
+        t = asyncio.create_task(self._transcribe(audio, time.monotonic(), commit))
         self._asr_tasks.add(t)
         t.add_done_callback(self._asr_tasks.discard)
 
-    async def _transcribe(self, audio, ended_at):
+    async def _transcribe(self, audio, ended_at, commit=None):
         t0 = time.monotonic()
         try:
             text = await self.asr.transcribe(audio, language=self.language)
@@ -139,8 +219,10 @@ class Listener:
         asr_ms = (time.monotonic() - t0) * 1000
         text = (text or "").strip()
         log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
+        if commit is not None and commit.done() and not commit.result():
+            return  # the child went on; the joined utterance comes next
         if text:
-            await self._on_utterance(Utterance(text, len(audio) // 32, ended_at, asr_ms))
+            await self._on_utterance(Utterance(text, len(audio) // 32, ended_at, asr_ms, commit))
 
     async def _run(self):
         while True:
@@ -154,6 +236,8 @@ class Listener:
                 log.exception("audio processing failed; listening goes on")
 
     async def close(self):
+        if self._tentative is not None:
+            self._tentative.timer.cancel()
         for t in [self._task, *self._asr_tasks]:
             if t is not None:
                 t.cancel()

@@ -25,7 +25,7 @@ from ..mcp.tools import ToolTable
 from ..pipeline.emotion import EMOTION_EMOJI
 from ..pipeline.speaker import Speaker
 from .dialogue import Dialogue
-from .listener import Listener
+from .listener import Listener, committed
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class Session:
         self.epoch = 0
         self._epoch_t = 0.0         # when the current epoch began (the last abort)
         self.reply_task = None
+        self.reply_utterance = None     # the utterance the current reply answers
         self.greeting = False
         self.closed = False
         self.last_activity = time.monotonic()
@@ -389,8 +390,23 @@ class Session:
 
     async def _on_user_text(self, text, utterance=None, from_device=False):
         self.last_activity = self.last_user_speech = time.monotonic()
-        await self.send_json(proto.stt(text, session_id=self.id))
+        self.spawn(self._send_stt(text, utterance))
+        if utterance is not None and utterance.commit is not None:
+            # A speculative end of turn: if the child goes on, the reply
+            # prepared for these words is dropped before anything is heard.
+            utterance.commit.add_done_callback(lambda f, u=utterance: self._on_commit(u, f))
         self.spawn(self.services.route_user_text(self, text, utterance))
+
+    async def _send_stt(self, text, utterance):
+        if await committed(utterance):
+            await self.send_json(proto.stt(text, session_id=self.id))
+
+    def _on_commit(self, utterance, fut):
+        if fut.cancelled() or fut.result():
+            return
+        if self.reply_utterance is utterance and self.reply_task is not None and not self.reply_task.done():
+            self.reply_task.cancel()
+            self.speaker.cancel()
 
     def say_farewell(self, text):
         """The user said goodbye: answer, then end the session."""
@@ -405,15 +421,17 @@ class Session:
     async def chat_reply(self, text, utterance=None):
         """The CHAT path: the LLM's answer, spoken as it streams."""
         epoch = self.epoch
+        self.reply_utterance = utterance
         marks = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
+        gate = utterance.commit if utterance is not None else None
 
         async def on_emotion(emotion):
-            if self.epoch == epoch:
+            if self.epoch == epoch and await committed(utterance):
                 marks["first_text"] = time.monotonic()
                 await self.send_json(proto.llm(emotion, session_id=self.id, text=EMOTION_EMOJI.get(emotion, "🙂")))
 
-        sentences = self.dialogue.reply(text, on_emotion=on_emotion)
-        ok = await self.speaker.speak(sentences)
+        sentences = self.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
+        ok = await self.speaker.speak(sentences, gate=gate)
         marks["first_audio"] = self.speaker.first_frame_at
         marks["done"] = time.monotonic()
         marks["completed"] = ok

@@ -1,0 +1,55 @@
+"""A child's pause for breath is not the end of the turn: the words before
+and after it reach the model as one utterance, and nothing of an answer to
+half a sentence is ever heard."""
+import asyncio
+
+from testkit import audio
+from testkit.server import server_config
+from testkit.wire_device import WireDevice
+
+QUIET = {"opener_lines": {"zh": [], "en": []}}
+
+
+async def test_a_pause_inside_a_sentence_joins_the_words(fake_llm, start_server):
+    fake_llm.default_reply = "🙂 That sounds like a lovely day."
+    server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
+    first = await audio.english_speech("Yesterday I went to the park")
+    second = await audio.english_speech("with my big sister and our dog.")
+    # Piper pads its phrases with quiet: with these 250 ms the child is silent
+    # for about 450 ms, well past the 300 ms speculative end of turn.
+    pause = audio.silence(250)
+    async with WireDevice(server.ws.url, mcp=False) as dev:
+        await dev.hello()
+        await dev.listen_start("auto")
+        await dev.say_pcm(first + pause + second, pace=0.06)
+        await dev.wait_json("tts", state="stop", timeout=30)
+        await asyncio.sleep(0.5)
+        stts = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
+        assert len(stts) == 1, stts
+        assert "park" in stts[0].lower() and "sister" in stts[0].lower()
+        assert dev.texts() == ["That sounds like a lovely day."]
+        session = next(iter(server.services.sessions))
+        assert session.listener.resumed >= 1, "the pause never ended the turn speculatively"
+    users = [r.messages[-1]["content"] for r in fake_llm.requests]
+    heard = [u for u in users if "sister" in u.lower()]
+    assert heard and "park" in heard[-1].lower(), users
+    # the answer to half a sentence was prepared, maybe, but never became history
+    session_history = fake_llm.requests[-1].messages
+    assert not any(m["role"] == "user" and "sister" not in m["content"].lower() for m in session_history[1:])
+
+
+async def test_a_real_end_of_turn_is_answered_soon_after_the_commit(fake_llm, start_server):
+    fake_llm.reply("🙂 Blue is a calm colour.")
+    server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
+    speech = await audio.english_speech("My favourite colour is blue.")
+    async with WireDevice(server.ws.url, mcp=False) as dev:
+        await dev.hello()
+        await dev.listen_start("auto")
+        n = await dev.say_pcm(speech, pace=0.06, tail_ms=1500)
+        await dev.wait_json("tts", state="stop", timeout=30)
+        stt_t, stt = dev.find("stt")
+        assert "blue" in stt["text"].lower()
+        assert len(fake_llm.requests) == 1
+        # the stt was sent at the commit, while the rest of the silence was still arriving
+        last_frame_sent_by = dev.audio[0][0]
+        assert stt_t < last_frame_sent_by + 2.0
