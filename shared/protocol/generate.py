@@ -8,6 +8,7 @@ Inputs: schemas/**/*.json (JSON Schema, a checked subset, plus x- keywords),
 binary.json (frame layouts). Outputs:
 
   firmware/lib/proto.py                       MicroPython module
+  firmware/assets/proto_schemas.txt           its schema table, read on demand
   server/xiaozhi_server/protocol/__init__.py  the same code for CPython
   server/xiaozhi_server/protocol/schemas.py   full schemas (with descriptions,
                                               refs inlined) for jsonschema and
@@ -35,6 +36,8 @@ SCHEMA_DIR = os.path.join(HERE, "schemas")
 OUT_FIRMWARE = os.path.join(ROOT, "firmware", "lib", "proto.py")
 OUT_SERVER = os.path.join(ROOT, "server", "xiaozhi_server", "protocol", "__init__.py")
 OUT_SERVER_SCHEMAS = os.path.join(ROOT, "server", "xiaozhi_server", "protocol", "schemas.py")
+OUT_FIRMWARE_TABLE = os.path.join(ROOT, "firmware", "assets", "proto_schemas.txt")
+TABLE_FILE = "proto_schemas.txt"
 
 # What the runtime validator checks. Anything else in a schema is an error,
 # so a schema can never promise a check the generated code does not make.
@@ -264,12 +267,20 @@ def emit_constants(m):
     return "\n".join(lines)
 
 
-def emit_tables(m):
-    out = ["SCHEMAS = {"]
-    for sid in sorted(m.schemas):
-        text = json.dumps(compact(m.schemas[sid]), separators=(",", ":"), ensure_ascii=False)
-        out.append("    %s: %s," % (py(sid), py(text)))
-    out.append("}")
+def schema_texts(m):
+    return [(sid, json.dumps(compact(m.schemas[sid]), separators=(",", ":"), ensure_ascii=False))
+            for sid in sorted(m.schemas)]
+
+
+def emit_tables(m, in_file):
+    """The schema table: in the module (server), or a file the board reads on demand."""
+    if in_file:
+        out = ["SCHEMAS = SchemaFile(%s)" % py(TABLE_FILE)]
+    else:
+        out = ["SCHEMAS = {"]
+        for sid, text in schema_texts(m):
+            out.append("    %s: %s," % (py(sid), py(text)))
+        out.append("}")
     out.append("_NAMES = %s" % py(dict(sorted(m.names.items()))))
     out.append("WS_SCHEMAS = %s" % py(dict(sorted(m.ws.items()))))
     out.append("DEVICE_TOOLS_JSON = [")
@@ -302,12 +313,16 @@ def emit_builder(m, fname, sid):
     return "\n".join(body)
 
 
-def emit_core(m):
+def emit_table_file(m):
+    return "".join("%s\t%s\n" % (sid, text) for sid, text in schema_texts(m))
+
+
+def emit_core(m, table_in_file=False):
     with open(os.path.join(HERE, "gen", "runtime.py"), encoding="utf-8") as f:
         runtime = f.read()
     parts = [HEADER, runtime.rstrip(), "", "", "# ---- constants ----", emit_constants(m), "",
              "", "# ---- schemas (checks only; descriptions live in the sources) ----",
-             emit_tables(m), "", "", "# ---- builders: every message shape, made one way ----"]
+             emit_tables(m, table_in_file), "", "", "# ---- builders: every message shape, made one way ----"]
     for fname, sid in sorted(m.builders):
         parts.append(emit_builder(m, fname, sid))
         parts.append("\n")
@@ -349,8 +364,8 @@ def build():
     with open(os.path.join(HERE, "binary.json"), encoding="utf-8") as f:
         binary = json.load(f)
     m = gather(load_sources(), binary)
-    core = emit_core(m)
-    return {OUT_FIRMWARE: core, OUT_SERVER: core, OUT_SERVER_SCHEMAS: emit_server_schemas(m)}
+    return {OUT_FIRMWARE: emit_core(m, table_in_file=True), OUT_FIRMWARE_TABLE: emit_table_file(m),
+            OUT_SERVER: emit_core(m), OUT_SERVER_SCHEMAS: emit_server_schemas(m)}
 
 
 def main(argv):

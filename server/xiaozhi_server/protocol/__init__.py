@@ -137,6 +137,55 @@ def _alt(s, v, path, key):
     return "%s: none of the alternatives fit (%s)" % (path, "; ".join(reasons))
 
 
+class SchemaFile:
+    """The schema table kept in a text file, one `id<TAB>json` line each, and
+    read on demand: the board holds only an index and the schemas it meets,
+    not the text of every schema (about 25 KB of RAM when not frozen)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.path = None
+        self._index = None
+
+    def _find(self):
+        here = __file__.rsplit("/", 1)[0] + "/" if "/" in __file__ else ""
+        for d in ("/assets/", here + "../assets/", here, "assets/", "firmware/assets/"):
+            try:
+                open(d + self.name, "rb").close()
+                return d + self.name
+            except OSError:
+                pass
+        raise ProtoError("the protocol schema file %s is missing (upload firmware/assets)" % self.name)
+
+    def _load(self):
+        if self._index is None:
+            self.path = self._find()
+            index = {}
+            pos = 0
+            with open(self.path, "rb") as f:
+                for line in f:
+                    index[line[:line.find(b"\t")].decode()] = pos
+                    pos += len(line)
+            self._index = index
+        return self._index
+
+    def __contains__(self, schema_id):
+        return schema_id in self._load()
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def get(self, schema_id, default=None):
+        return self[schema_id] if schema_id in self else default
+
+    def __getitem__(self, schema_id):
+        pos = self._load()[schema_id]
+        with open(self.path, "rb") as f:
+            f.seek(pos)
+            line = f.readline()
+        return line[line.find(b"\t") + 1:].decode().rstrip("\n")
+
+
 _CACHE = {}
 
 
