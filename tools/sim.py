@@ -23,7 +23,7 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from simkit import mic_input, replies  # noqa: E402
+from simkit import alarm_clock, mic_input, replies  # noqa: E402
 from simkit.firmware_child import FirmwareChild  # noqa: E402
 from simkit.pty_port import PtyPort  # noqa: E402
 from simkit.text_console import describe  # noqa: E402
@@ -47,6 +47,8 @@ def parse_args(argv):
     p.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     p.add_argument("--pty", action="store_true", help="also serve the console on a pseudo-terminal")
     p.add_argument("--micropython", action="store_true", help="run on the MicroPython unix port")
+    p.add_argument("--wake-on-alarm", action="store_true",
+                   help="after standby, sleep until the RTC alarm and boot again (instead of exiting)")
     args = p.parse_args(argv)
     if args.device_id and not _MAC.match(args.device_id):
         p.error("--device-id must be a MAC like 02:00:00:00:00:01 (the xiaozhi device id)")
@@ -77,8 +79,9 @@ def prepare_state(args):
         else:
             cfg["ota_url"] = args.server
     if args.mqtt:
-        host, _, port = args.mqtt.rpartition(":")
-        cfg["mqtt"] = {"host": host, "port": int(port)}
+        mqtt = cfg.get("mqtt") if isinstance(cfg.get("mqtt"), dict) else {}
+        mqtt["url"] = "mqtt://" + args.mqtt
+        cfg["mqtt"] = mqtt
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f, indent=1)
     if args.device_id:
@@ -211,6 +214,13 @@ class Sim:
             self.fw.start(lambda text: self.q.put(("fw", text)))
             return None
         elif rc == 0 and record and record.get("event") == "standby":
+            wait = alarm_clock.seconds_to_alarm(self.state) if self.args.wake_on_alarm else None
+            if wait is not None:
+                # Asleep until the alarm: simulated time jumps there, the INT line wakes the board.
+                self.emit({"event": "sleep", "seconds": wait})
+                self.fw.advance = wait + 1
+                self.fw.start(lambda text: self.q.put(("fw", text)))
+                return None
             reason, code = "standby", EXIT_OK
         elif rc == 0:
             reason, code = "quit", EXIT_OK

@@ -74,6 +74,42 @@ async def test_power_off_is_standby_and_the_state_survives(fake_llm, start_serve
     assert await again.wait_exit() == 0
 
 
+def arm_rtc_alarm(state, in_seconds):
+    """Set the board's DS3231 alarm the way its firmware does, through the
+    HAL's I2C bus and the driver (the state dir keeps the registers)."""
+    sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "firmware/lib")]
+    try:
+        from hal.host.board import HostBoard
+        from ds3231 import DS3231
+        board = HostBoard(str(state))
+        rtc = DS3231(board.i2c)
+        rtc.set_time(board.clock.time())
+        rtc.set_alarm_once(board.clock.time() + in_seconds)
+        rtc.enable_alarm()
+        board.stop()
+    finally:
+        del sys.path[:2]
+
+
+async def test_wake_on_alarm_sleeps_until_the_rtc_alarm_and_boots_again(fake_llm, start_server, run_sim, tmp_path):
+    fake_llm.reply_tool_calls(("self_power_off", {}))
+    fake_llm.default_reply = "🙂 Good night."
+    server = await start_server(server_config(fake_llm.base_url))
+    state = tmp_path / "state"
+    arm_rtc_alarm(state, 600)
+    sim = await run_sim(state, "--server", server.ws.url, "--wake-on-alarm")
+    await boot_to_opener(sim)
+    await sim.send("say Please turn yourself off now.")
+    await sim.wait_event("standby", cause="power_off", timeout=40)
+    sleep = await sim.wait_event("sleep", timeout=10)
+    assert 500 < sleep["seconds"] <= 600   # the alarm set above, minus the time the board was up
+    boot = await sim.wait_event("boot", after=sim.events.index(sleep))
+    assert boot["wake_cause"] == "alarm"
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    assert sim.bad_lines == []
+
+
 async def test_power_cut_ends_without_standby(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
     await sim.wait_event("error", message="cannot reach the server")
