@@ -23,6 +23,7 @@ from pytest_embedded import plugin as _embedded
 
 from testkit import ROOT
 from testkit.fake_llm import FakeLLM
+from testkit.mosquitto import Mosquitto
 from testkit.server import server_config
 from testkit.server_thread import ServerThread
 from testkit.sim_board import SimBoard
@@ -34,6 +35,7 @@ for _name, _obj in vars(_embedded).items():
 
 LESSON_MP3 = ROOT / "tests/firmware/data/cbr_1500ms_notag.mp3"   # a real 1.5 s MP3
 LESSONS = ("lesson1.mp3", "lesson2.mp3")
+SIM_DEVICE_ID = "02:00:00:00:0a:01"
 
 
 def pytest_addoption(parser):
@@ -47,11 +49,13 @@ def pytest_addoption(parser):
 class Target:
     """What the tests run against: the simulated board or a real one."""
 
-    def __init__(self, simulated, llm=None, server=None, board=None):
+    def __init__(self, simulated, llm=None, server=None, board=None, broker=None):
         self.simulated = simulated
         self.llm = llm          # the scripted LLM (simulated only)
         self.server = server    # ServerThread (simulated only)
         self.board = board      # SimBoard of the current test (simulated only)
+        self.broker = broker    # Mosquitto the board's MQTT channel uses (simulated only)
+        self.device_id = SIM_DEVICE_ID if simulated else None
 
     def need_sim(self, what):
         if not self.simulated:
@@ -70,13 +74,15 @@ def _mode(config):
 @pytest.fixture(scope="session")
 def _hil_server(request):
     if _mode(request.config) != "sim":
-        yield None, None
+        yield None, None, None
         return
+    broker = Mosquitto().start()
+    request.addfinalizer(broker.close)
     with FakeLLM() as llm:
         # A short opener: every test boots and hears it before anything else.
         cfg = server_config(llm.base_url, apps={"opener_lines": {"zh": ["你好呀！"], "en": ["Hi there!"]}})
         with ServerThread(cfg) as srv:
-            yield llm, srv
+            yield llm, srv, broker
 
 
 @pytest.fixture
@@ -87,15 +93,16 @@ def target(request, _hil_server, tmp_path):
     if mode == "port":
         yield Target(False)
         return
-    llm, srv = _hil_server
+    llm, srv, broker = _hil_server
     llm.default_reply = "🙂 Okay."
     state = tmp_path / "state"
     (state / "sd").mkdir(parents=True)
     for name in LESSONS:
         shutil.copy(LESSON_MP3, state / "sd" / name)
-    board = SimBoard(state, srv.ws_url).start()
+    board = SimBoard(state, srv.ws_url, "--device-id", SIM_DEVICE_ID, "--mqtt", "127.0.0.1:%d" % broker.port,
+                     "--wake-on-alarm").start()
     try:
-        yield Target(True, llm, srv, board)
+        yield Target(True, llm, srv, board, broker)
     finally:
         board.stop()
         llm.default_reply = None

@@ -1,0 +1,61 @@
+"""The board's entry channels: an alarm set from the parents' app wakes the
+board from standby into its pending lesson, and a parents' MQTT command
+preempts a lesson started by voice (DESIGN 1: mqtt_immediate 3 > voice 1)."""
+import time
+
+import pytest
+
+from parents_app import ParentsApp
+from test_repeater import ask_for_lesson
+
+
+def require_entry_channels(console, target, what):
+    target.need_sim(what)
+    boot = console.event("boot", timeout=30)
+    if "pending" not in boot:
+        pytest.skip("%s: the firmware's boot event carries no 'pending' task, so boot resolution, alarms "
+                    "and MQTT are not wired into the device yet (firmware/app/device.py)" % what)
+    console.event("mqtt", action="CONNECT", ok=True, timeout=15)
+    return boot
+
+
+def test_alarm_wakes_the_board_into_its_pending_lesson(console, target):
+    require_entry_channels(console, target, "an alarm wake")
+    console.event("reply", timeout=30)  # the opener was heard
+    with ParentsApp(target.broker.port, target.device_id) as app:
+        req = app.send("SET_ALARM", {"alarm_id": "hil-lesson", "at": int(time.time()) + 600, "pending_task": {
+            "app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3", "repeat": 2}}})
+        assert app.ack(req)["ok"] is True
+    console.event("alarm", alarm_id="hil-lesson", what="set", timeout=10)
+    target.llm.reply_tool_calls(("self_power_off", {}))
+    console.event("state", state="listening", timeout=20)
+    console.send("say Good night, please turn off.")
+    console.event("standby", cause="power_off", timeout=40)
+    console.event("sleep", timeout=10)
+    boot = console.event("boot", timeout=30)
+    assert boot["wake_cause"] == "alarm"
+    assert (boot["pending"] or {}).get("task_id") == "repeater"
+    task = console.event("task", source="schedule", timeout=20)
+    assert (task["app_id"], task["outcome"]) == ("english_learning", "accepted")
+    assert console.event("player", state="playing", timeout=20)["name"] == "lesson1.mp3"
+    console.event("player", state="pass_end", timeout=20)
+    last = console.event("player", state="pass_end", timeout=20)
+    assert last["repeat_left"] == 0
+
+
+def test_parents_command_preempts_a_lesson_started_by_voice(console, target):
+    require_entry_channels(console, target, "MQTT preemption")
+    ask_for_lesson(console, target, 3)
+    assert console.event("player", state="playing", timeout=30)["name"] == "lesson1.mp3"
+    with ParentsApp(target.broker.port, target.device_id) as app:
+        req = app.send("START_APP_TASK", {"app_id": "english_learning", "task_id": "repeater",
+                                          "params": {"name": "lesson2.mp3", "repeat": 1},
+                                          "source": "mqtt_immediate"})
+        task = console.event("task", source="mqtt_immediate", timeout=15)
+        assert task["outcome"] == "accepted"
+        assert console.event("player", state="playing", timeout=15)["name"] == "lesson2.mp3"
+        ack = app.ack(req)
+    assert ack["ok"] is True and ack["code"] == "accepted"
+    console.event("player", state="done", timeout=15)
+    console.send("status")
+    assert console.event("status", timeout=10)["repeat_left"] == 0  # lesson1's passes left were dropped
