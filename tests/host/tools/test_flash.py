@@ -67,6 +67,8 @@ def test_dry_run_prints_the_exact_build_esptool_and_mpremote_commands(tmp_path):
         "%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 write-flash 0x0 %s"
         % (PY, IMAGE),
     ] + shlex.join([PY, "-m", "mpremote", "connect", "/dev/ttyUSB0", "exec", remove]).splitlines() + [
+        # firmware/assets (the protocol's schema table, the command words) goes to /assets
+        "%s -m mpremote connect /dev/ttyUSB0 fs cp -r %s :" % (PY, ROOT / "build/firmware/upload/assets"),
         "%s -m mpremote connect /dev/ttyUSB0 exec 'import fwversion; print(fwversion.VERSION)'" % PY,
         "%s -m mpremote connect /dev/ttyUSB0 reset" % PY,
     ]
@@ -113,7 +115,7 @@ def test_app_only_dry_run_skips_build_and_esptool_and_copies_the_app(tmp_path):
     cmds = commands(out.stdout)
     assert not any(c.startswith("make ") or " esptool " in c for c in cmds)
     stage = ROOT / "build" / "firmware" / "upload"
-    names = sorted(["config.json"] + flash.shadow_names())
+    names = sorted(["config.json", "assets"] + flash.shadow_names())
     assert cmds[0] == shlex.join([PY, "-m", "mpremote", "connect", "/dev/ttyACM0", "fs", "cp", "-r"]
                                  + [str(stage / n) for n in names] + [":"])
     assert cmds[1:] == [
@@ -127,7 +129,7 @@ def test_app_only_dry_run_skips_build_and_esptool_and_copies_the_app(tmp_path):
     assert "hal/esp32/board.py" in files and "hal/__init__.py" in files
     assert not any(k.startswith("hal/host") for k in files)
     assert "app/state.py" in files and not any("__pycache__" in k for k in files)
-    assert set(names) >= {"app", "hal", "main.py", "fwversion.py", "config.json"}
+    assert set(names) >= {"app", "hal", "main.py", "fwversion.py", "config.json", "assets"}
 
 
 def test_model_image_goes_to_the_assets_partition(tmp_path):
