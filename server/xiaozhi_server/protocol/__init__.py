@@ -149,7 +149,8 @@ class SchemaFile:
 
     def _find(self):
         here = __file__.rsplit("/", 1)[0] + "/" if "/" in __file__ else ""
-        for d in ("/assets/", here + "../assets/", here, "assets/", "firmware/assets/"):
+        # beside the module first (host, or a board with uploaded .py), then the board's /assets
+        for d in (here + "../assets/", here, "/assets/", "assets/", "firmware/assets/"):
             try:
                 open(d + self.name, "rb").close()
                 return d + self.name
