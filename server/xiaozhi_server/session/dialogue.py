@@ -18,7 +18,6 @@ import logging
 
 from ..pipeline.emotion import split_emotion
 from ..pipeline.segmenter import SentenceSegmenter
-from ..providers.llm_events import LlmError
 
 log = logging.getLogger(__name__)
 

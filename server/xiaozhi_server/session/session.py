@@ -255,7 +255,7 @@ class Session:
                 self.last_user_speech = time.monotonic()
                 self.spawn(self.services.on_wake(self, text))
             else:
-                await self._on_user_text(text, from_device=True)
+                await self._on_user_text(text)
 
     async def _on_abort(self, msg):
         await self.abort(msg.get("reason") or "device")
@@ -388,7 +388,7 @@ class Session:
     def _epoch_started(self):
         return self._epoch_t
 
-    async def _on_user_text(self, text, utterance=None, from_device=False):
+    async def _on_user_text(self, text, utterance=None):
         self.last_activity = self.last_user_speech = time.monotonic()
         self.spawn(self._send_stt(text, utterance))
         if utterance is not None and utterance.commit is not None:

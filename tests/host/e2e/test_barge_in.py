@@ -43,7 +43,6 @@ async def test_late_llm_answer_after_abort_is_dropped(fake_llm, start_server):
         await dev.detect("what is two plus two")
         await dev.wait_json("stt")
         await asyncio.sleep(0.3)
-        t_abort = time.monotonic()
         await dev.abort()
         await asyncio.sleep(1.5)
         assert not dev.find("llm"), "an emotion of the aborted turn was sent"

@@ -1,8 +1,6 @@
 """A chat turn from text (listen detect with an utterance, as text-only
 clients do): the LLM's answer comes back as subtitles, an emotion and
 real Opus speech, paced like playback, ending with tts stop."""
-import json
-import time
 
 from testkit.server import server_config
 from testkit import audio

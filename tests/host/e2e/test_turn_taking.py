@@ -38,18 +38,20 @@ async def test_a_pause_inside_a_sentence_joins_the_words(fake_llm, start_server)
     assert not any(m["role"] == "user" and "sister" not in m["content"].lower() for m in session_history[1:])
 
 
-async def test_a_real_end_of_turn_is_answered_soon_after_the_commit(fake_llm, start_server):
+async def test_a_real_end_of_turn_is_answered_while_the_silence_still_streams(fake_llm, start_server):
+    import time
     fake_llm.reply("🙂 Blue is a calm colour.")
     server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
     speech = await audio.english_speech("My favourite colour is blue.")
     async with WireDevice(server.ws.url, mcp=False) as dev:
         await dev.hello()
         await dev.listen_start("auto")
-        n = await dev.say_pcm(speech, pace=0.06, tail_ms=1500)
+        await dev.say_pcm(speech, pace=0.06, tail_ms=2000)
+        done_sending = time.monotonic()
         await dev.wait_json("tts", state="stop", timeout=30)
         stt_t, stt = dev.find("stt")
         assert "blue" in stt["text"].lower()
         assert len(fake_llm.requests) == 1
-        # the stt was sent at the commit, while the rest of the silence was still arriving
-        last_frame_sent_by = dev.audio[0][0]
-        assert stt_t < last_frame_sent_by + 2.0
+        # committed after ~0.7 s of the 2 s of silence: the device was still streaming it
+        assert stt_t < done_sending - 0.5
+        assert dev.audio[0][0] < done_sending, "the answer started before the silence ended"

@@ -2,7 +2,6 @@
 by the generated validators (which both sides run) and by jsonschema, and
 invalid ones are refused with a reason a person can act on."""
 import json
-import pathlib
 
 import jsonschema
 import pytest
