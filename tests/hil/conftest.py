@@ -7,8 +7,8 @@ over a serial console (pytest-embedded's serial DUT).
 --sim starts the real server on ephemeral loopback ports with the scripted
 LLM, and for each test a fresh simulated board (tools/sim.py --pty); its pty
 is the DUT's port. --port is pytest-embedded's own option: a real board,
-talking to the server named by --server (the tests that need to script the
-server or inject speech then skip). With neither, every test skips with the
+configured (tools/flash.py) for the server named by --server; the tests
+that need to script the server or inject speech then skip. With neither, every test skips with the
 reason. CI (CI=true) means --sim unless --port is given.
 
 pytest-embedded is loaded here, not for the whole run (pyproject disables
