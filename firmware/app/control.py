@@ -8,7 +8,10 @@
 # - valid: actions[action](request) -> (code, reason, message), acked;
 # - invalid but a req_id can be read: refused with the validator's words;
 # - no req_id at all (not JSON, no header): logged, nothing to ack to;
-# - PLAY_MEDIA: refused as legacy, it never starts an app.
+# - PLAY_MEDIA: refused as legacy, it never starts an app;
+# - too big to be read (over the client's receive limit): refused when the
+#   req_id can be found in the payload's first bytes (senders put the header
+#   first), else reported on rpt/state.
 # A req_id seen among the last RECENT requests is not executed again and
 # not acked again (the broker re-delivers QoS 1 messages).
 import json
@@ -24,6 +27,23 @@ except ImportError:  # CPython
 
 RECENT = const(16)
 _log = log.get("control")
+
+
+def _scan_req_id(head):
+    """The req_id in the first bytes of a payload too big to parse: the
+    string after `"req_id":`, if it is plain (no escapes) and short."""
+    i = head.find(b'"req_id"')
+    if i < 0:
+        return None
+    i = head.find(b":", i + 8)
+    j = head.find(b'"', i + 1) if i >= 0 else -1
+    k = head.find(b'"', j + 1) if j >= 0 else -1
+    if k < 0 or not 0 < k - j - 1 <= 64 or head[i + 1:j].strip() or b"\\" in head[j + 1:k]:
+        return None
+    try:
+        return head[j + 1:k].decode()
+    except UnicodeError:
+        return None
 
 
 def _peek_req_id(payload):
@@ -80,11 +100,18 @@ class Control:
     def _now(self):
         return int(self._clock.time()) if self._clock is not None else None
 
-    async def on_oversize(self, topic, size):
-        # The payload was thrown away unread: nobody to ack, but say so.
-        _log.warn("request on %s of %d bytes dropped (limit %d)", topic, size, proto.MQTT_MAX_PAYLOAD)
-        await self.report("idle", event="request_dropped",
-                          message="request of %d bytes is over the %d byte limit" % (size, proto.MQTT_MAX_PAYLOAD))
+    async def on_oversize(self, topic, size, head, limit):
+        # The payload was thrown away unread; its head may still name the
+        # request, so the sender hears why.
+        if topic not in self.topics:
+            return
+        why = "request of %d bytes is over the device's %d byte limit" % (size, limit)
+        _log.warn("request on %s dropped: %s", topic, why)
+        rid = _scan_req_id(head)
+        if rid is None:
+            await self.report("idle", event="request_dropped", message=why)
+        elif not self._seen(rid):
+            await self.ack(rid, proto.ACK_REFUSED, why, reason="too_large")
 
     async def on_message(self, topic, payload):
         if topic not in self.topics:

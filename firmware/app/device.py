@@ -15,8 +15,13 @@
 # - any end of the channel: mic off, reply ended, player resumed, idle; the
 #   next wake reconnects (and, if configured, a background retry with
 #   backoff).
+#
+# Entry channels (app/entry.py): boot resolution picks the first task, the
+# gateway arbitrates MQTT, alarms and command words, and hands an accepted
+# task to the server (app/start_task); its answer comes back here.
 import asyncio
 import binascii
+import gc
 import os
 
 import log
@@ -39,14 +44,6 @@ MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, comp
 _HDR_MAX = const(16)        # the largest binary header (v2)
 
 _log = log.get("device")
-
-
-def resolve_boot_task(board):
-    """The task to run after boot. Boot resolution (pending task, alarm,
-    cached MQTT command) arrives with the entry channels; until then the
-    default chat."""
-    return {"app_id": proto.DEFAULT_APP_ID, "task_id": proto.DEFAULT_TASK_ID,
-            "params": {}, "source": proto.SOURCE_DEFAULT_CHAT}
 
 
 def client_id(board):
@@ -98,6 +95,10 @@ class Device:
         self._end = asyncio.Event()
         self._button = Flag()
         self.dropped_frames = 0      # downstream Opus that arrived while not speaking
+        self._rpc_wait = {}          # our JSON-RPC request id -> [Event, reply]
+        self._tools_listed = asyncio.Event()  # the server has read our last tools/list page
+        from app.entry import Entry
+        self.entry = Entry(self)
 
     # ---- events out ----
 
@@ -107,13 +108,15 @@ class Device:
     def _player_event(self, event, info):
         self.bus.emit("player", state=event, name=info["name"], repeat_left=info["repeat_left"],
                       **{"pass": info["pass"]})
+        self.entry.gateway.player_event(event)
 
     # ---- boot and main loop ----
 
     async def boot(self):
         b = self.board
         self.state.go(proto.STATE_STARTING)
-        self.bus.emit("boot", wake_cause=b.wake_cause(), device_id=self.identity.device_id)
+        self.bus.emit("boot", wake_cause=b.wake_cause(), device_id=self.identity.device_id,
+                      pending=self.entry.pending())
         wifi = self.cfg.get("wifi") or {}
         if not await b.wifi.connect(wifi.get("ssid", ""), wifi.get("password", ""),
                                     wifi.get("timeout_ms", 15000)):
@@ -139,9 +142,15 @@ class Device:
         btn = self.board.buttons.get("boot")
         if btn is not None:
             btn.irq(lambda _pin: self._button.set(), btn.IRQ_FALLING)
-        task = resolve_boot_task(self.board)
-        if self.cfg.get("connect_at_boot", True):
-            await self.start_task(task)
+        task, why = self.entry.boot_task()
+        self.entry.start()
+        if hasattr(gc, "mem_free"):  # MicroPython: the figure docs/entry.md quotes
+            gc.collect()
+            _log.info("heap after boot: %d used, %d free", gc.mem_alloc(), gc.mem_free())
+        # A task the device owes (an alarm's, a cached command) runs even
+        # when the board is set not to connect at boot.
+        if self.cfg.get("connect_at_boot", True) or why != "default":
+            await self.entry.run_boot_task(task, why)
         await self._end.wait()
         for t in tasks:
             t.cancel()
@@ -163,26 +172,19 @@ class Device:
             if kind == "wake":
                 await self.on_wake(text)
             else:
-                _log.info("command word %r: not handled yet", text)
+                await self.entry.on_phrase(text)
 
     async def _button_loop(self):
         while True:
             await self._button.wait()
             await self.on_button()
 
-    async def start_task(self, task):
-        """Run a task that needs the server. The hand-over of the task itself
-        (app/start_task) arrives with the entry channels: for now the
-        default chat opens the channel and listens."""
-        _log.info("task %s.%s from %s", task["app_id"], task["task_id"], task["source"])
-        async with self._busy:
-            if await self._ensure_channel():
-                await self._start_listening()
-
     # ---- user actions ----
 
     async def on_wake(self, word):
         _log.info("wake word %r in state %s", word, self.state.state)
+        if not self.entry.wake_allowed(word):
+            return  # a parents' or scheduled task runs: the wake does not reset it
         self.player.stop()
         async with self._busy:
             if self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
@@ -281,9 +283,18 @@ class Device:
             asyncio.create_task(self.channel.close())
 
     async def _on_mcp(self, payload):
+        if "method" not in payload:
+            slot = self._rpc_wait.get(payload.get("id"))
+            if slot is not None:  # the answer to our app/start_task
+                slot[1] = payload
+                slot[0].set()
+                return
         reply = self.mcp.handle(payload)
         if reply is not None:
             await self.channel.send(proto.mcp(reply, self.channel.session_id))
+            if payload.get("method") == "tools/list" and "result" in reply and \
+                    "nextCursor" not in reply["result"]:
+                self._tools_listed.set()
 
     def _on_tts(self, msg):
         st = msg["state"]
@@ -331,6 +342,10 @@ class Device:
         self.board.speaker.end_reply()
         self.player.resume_after_reply()
         self.state.go_idle()
+        self._tools_listed.clear()
+        for slot in self._rpc_wait.values():
+            slot[0].set()  # no answer will come: the waiter sees None
+        self.entry.gateway.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
         if self.retry_attempts and self._retry is None and self.power.cause is None:
             self._retry = asyncio.create_task(self._retry_loop())
@@ -349,6 +364,7 @@ class Device:
 
     async def _shutdown(self):
         self.player.stop()
+        await self.entry.shutdown()
         await self._stop_listening()
         await self.channel.close(proto.goodbye(session_id=self.channel.session_id,
                                                reason=self.power.cause))

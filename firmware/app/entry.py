@@ -7,12 +7,13 @@
 #   task, why = entry.boot_task()       # after Wi-Fi, before the first connect
 #   entry.start()                       # MQTT and the alarm watcher
 import asyncio
+import sys
 
 import ds3231
 import log
 import nvs_store
 import proto
-from app import boot_resolver, gateway
+from app import gateway
 from app.flag import Flag
 
 REC_CACHED = "mqtt_cmd"
@@ -20,6 +21,16 @@ REC_PENDING = "pending"
 _ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/assets/commands.json")
 
 _log = log.get("entry")
+
+
+def _forget(name):
+    # Drop a module that has done its job, so the heap it holds (source
+    # compiled on the unix port) can be collected.
+    sys.modules.pop(name, None)
+    pkg, _, attr = name.rpartition(".")
+    parent = sys.modules.get(pkg)
+    if parent is not None and hasattr(parent, attr):
+        delattr(parent, attr)
 
 
 def _load_commands(path):
@@ -72,6 +83,10 @@ class Entry:
     def now(self):
         return self.rtc.time()
 
+    def pending(self):
+        """The stored pending_task record (None when there is none)."""
+        return self.records.get(REC_PENDING)
+
     # ---- boot ----
 
     def boot_task(self):
@@ -84,9 +99,14 @@ class Entry:
         entry = None
         if cause == proto.WAKE_ALARM or self.rtc.alarm_fired():
             entry = self.alarms.fired(now)
+            if entry is not None:
+                self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=now, what="fired")
+        from app import boot_resolver
         t, why = boot_resolver.resolve(cause, entry is not None, self.records.get(REC_CACHED),
                                        self.records.get(REC_PENDING),
                                        self.alarms.task_of(entry) if entry else None)
+        del boot_resolver
+        _forget("app.boot_resolver")   # runs once per boot
         _log.info("boot (%s): %s from %s (%s)", cause, gateway.key(t), t["source"], why)
         return t, why
 
@@ -152,6 +172,18 @@ class Entry:
                       proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID)
 
     # ---- voice ----
+
+    def wake_allowed(self, word):
+        """A user wake returns to chat unless a task of higher priority than
+        voice runs (a parents' task, an alarm's lesson): then it is refused."""
+        verdict, why = self.gateway.verdict(proto.SOURCE_VOICE)
+        if verdict != gateway.REFUSE:
+            return True
+        _log.info("wake word %r ignored: %s", word, why)
+        self.dev.bus.emit("task", app_id=proto.DEFAULT_APP_ID, task_id=proto.DEFAULT_TASK_ID,
+                          source=proto.SOURCE_VOICE, outcome=proto.ACK_REFUSED, reason="busy",
+                          message="wake word ignored: " + why)
+        return False
 
     async def on_phrase(self, text):
         r = self.commands.match(text)

@@ -2,12 +2,25 @@
 # (app/control.py) turned into gateway and alarm calls, acks, and reports
 # on rpt/state for the parents' app. Loaded only when config.json names a
 # broker (mqtt.url).
+#
+# Limits (the unix port's 256 KB heap holds them; docs/entry.md): a request
+# up to RX_PACKET bytes is read, a longer one is refused unread; acks and
+# reports up to TX_BYTES.
 import asyncio
 
 import mqtt
 import proto
 from app import control as control_mod, gateway
 from app.entry import REC_CACHED
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+RX_PACKET = const(2048)   # a SET_ALARM with its pending task is a few hundred bytes
+TX_BYTES = const(2048)    # an ack: the header and up to 500 chars (CJK: 3 bytes each) of message
 
 
 def _parse_url(url):
@@ -35,7 +48,7 @@ class Remote:
         c = mqtt.MQTTClient(host, port, "xz-" + dev_id, on_message=self._on_message,
                             keepalive=m.get("keepalive", 60), user=m.get("user") or None,
                             password=m.get("password") or None, on_oversize=self._on_oversize,
-                            on_connect=self._on_connect)
+                            on_connect=self._on_connect, max_packet=RX_PACKET, send_buf=TX_BYTES)
         for tp in self.control.topics:
             c.subscribe(tp, 1)
         self.mqtt = c
@@ -56,8 +69,9 @@ class Remote:
         # acks need the reader to see their PUBACKs.
         asyncio.create_task(self.control.on_message(topic, bytes(payload)))
 
-    def _on_oversize(self, topic, size):
-        asyncio.create_task(self.control.on_oversize(topic, size))
+    def _on_oversize(self, topic, size, head):
+        # head is the client's buffer: copied before the client reads on.
+        asyncio.create_task(self.control.on_oversize(topic, size, bytes(head), RX_PACKET))
 
     async def _on_connect(self):
         self.dev.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)

@@ -16,10 +16,12 @@
 #
 # Limits: an incoming packet larger than `max_packet` (default 16 KB + the
 # headers) is read and thrown away in chunks (on_oversize(topic_or_None,
-# size) tells the app), so a 64 KB payload costs no memory; topics up to
-# 128 bytes; client id, user and password up to 64 bytes. The packet
-# encoders write into one preallocated send buffer; a publish bigger than
-# it raises ValueError.
+# size, head) tells the app, head being the payload's first bytes, valid
+# during the call; a QoS 1 one is still PUBACKed), so a 64 KB payload costs
+# no memory; topics up to 128 bytes; client id, user and password up to 64
+# bytes. The packet encoders write into one preallocated send buffer of
+# `send_buf` bytes; a publish bigger than it is not sent (publish() says
+# False).
 import asyncio
 
 try:
@@ -163,7 +165,8 @@ def parse_publish(first, body):
 
 class MQTTClient:
     def __init__(self, host, port, client_id, on_message=None, keepalive=60, user=None,
-                 password=None, max_packet=MAX_PACKET, on_oversize=None, on_connect=None):
+                 password=None, max_packet=MAX_PACKET, on_oversize=None, on_connect=None,
+                 send_buf=SEND_BUF):
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -174,7 +177,7 @@ class MQTTClient:
         self.on_oversize = on_oversize
         self.on_connect = on_connect      # async fn() after every (re)connect
         self.subs = []                    # (topic, qos), re-sent after every connect
-        self._tx = bytearray(SEND_BUF)
+        self._tx = bytearray(send_buf)
         self._tx_mv = memoryview(self._tx)
         self._rx = bytearray(max_packet)
         self._rx_mv = memoryview(self._rx)
@@ -243,23 +246,36 @@ class MQTTClient:
     async def _discard(self, first, n):
         # Keep the topic (if it is a PUBLISH) so the app can answer, then
         # drop the rest without ever holding the whole packet.
+        # The first chunk stays at the start of the receive buffer (later
+        # chunks land behind it), so the app sees the payload's head.
         topic = None
+        pid = 0
+        head = 0
         k = min(n, _CHUNK)
         await self._read_exact(self._rx_mv, k)
         if first & 0xF0 == PUBLISH and k >= 2:
             tlen = (self._rx[0] << 8) | self._rx[1]
-            if tlen <= TOPIC_MAX and 2 + tlen <= k:
+            head = 2 + tlen + (2 if first & 0x06 else 0)
+            if tlen <= TOPIC_MAX and head <= k:
                 topic = bytes(self._rx_mv[2:2 + tlen]).decode()
+                if first & 0x06:
+                    pid = (self._rx[head - 2] << 8) | self._rx[head - 1]
+            else:
+                head = 0
+        keep = k
+        scratch = self._rx_mv[keep:]
         left = n - k
         while left:
-            k = min(left, _CHUNK)
-            await self._read_exact(self._rx_mv, k)
+            k = min(left, len(scratch), _CHUNK)
+            await self._read_exact(scratch, k)
             left -= k
         if self.on_oversize is not None:
             try:
-                self.on_oversize(topic, n)
+                self.on_oversize(topic, n, self._rx_mv[head:keep] if head else self._rx_mv[:0])
             except Exception as e:  # the app's trouble must not kill the link
                 print("mqtt: on_oversize failed: %r" % (e,))
+        if pid:
+            await self._puback(pid)
 
     async def connect(self):
         self._r, self._w = await asyncio.open_connection(self.host, self.port)
@@ -290,7 +306,11 @@ class MQTTClient:
             ev = asyncio.Event()
             self._acks[pid] = ev
         try:
-            n = encode_publish(self._tx, topic, payload, qos, pid)
+            try:
+                n = encode_publish(self._tx, topic, payload, qos, pid)
+            except ValueError as e:
+                print("mqtt: publish to %s not sent: %s" % (topic, e))
+                return False
             await self._send(n)
             if ev is None:
                 return True
@@ -333,11 +353,14 @@ class MQTTClient:
             except Exception as e:  # a bad message must never end the link
                 print("mqtt: on_message failed: %r" % (e,))
         if qos == 1:
-            async with self._lock:
-                k = encode_puback(self._small, pid)
-                self._w.write(self._small[:k])
-                await self._w.drain()
-                self._last_tx = _now_ms()
+            await self._puback(pid)
+
+    async def _puback(self, pid):
+        async with self._lock:
+            k = encode_puback(self._small, pid)
+            self._w.write(self._small[:k])
+            await self._w.drain()
+            self._last_tx = _now_ms()
 
     async def _ping_loop(self):
         ka = self.keepalive * 1000
