@@ -85,7 +85,8 @@ class Rig:
         return "http://127.0.0.1:%d/xiaozhi/ota/" % self.server.http.port
 
     async def boot(self, interp, speed=4, args=(), **config):
-        """Start the board (prepare it the first time) and return its process."""
+        """Start the board and return its process. The first boot prepares the
+        state directory (config with `speed` and `config`); later boots keep it."""
         if not (self.state_dir / "config.json").exists():
             cfg = {"server_url": self.server.ws.url, "ota_url": self.ota_url, "clock_speed": speed,
                    "mqtt": {"url": self.broker.url, "keepalive": 30}}
