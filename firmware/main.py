@@ -9,8 +9,8 @@ import sys
 # always finds contiguous memory in a 256 KB heap (the board runs frozen
 # bytecode and needs none of this, but it costs nothing there).
 _ORDER = ("proto", "ws", "log", "mp3info", "audio", "app.protocol_client", "app.player",
-          "app.mcp_server", "app.http", "app.ota", "app.entry", "app.gateway", "app.handoff",
-          "ds3231", "nvs_store", "app.device", "app.console", "app.main")
+          "app.mcp_server", "app.http", "app.ota", "app.entry", "ds3231", "nvs_store",
+          "app.device", "app.console", "app.main")
 if sys.platform != "esp32":
     _ORDER = ("hal.host",) + _ORDER
 for _name in _ORDER:

@@ -26,7 +26,7 @@ import os
 
 import log
 import proto
-from app import mcp_server, mp3_backend, ota, player as player_mod, tools
+from app import mcp_server, mp3_backend, player as player_mod, tools
 from app.events import Bus
 from app.flag import Flag
 from app.power import PowerPath
@@ -108,7 +108,7 @@ class Device:
     def _player_event(self, event, info):
         self.bus.emit("player", state=event, name=info["name"], repeat_left=info["repeat_left"],
                       **{"pass": info["pass"]})
-        self.entry.gateway.player_event(event)
+        self.entry.player_event(event)
 
     # ---- boot and main loop ----
 
@@ -124,7 +124,9 @@ class Device:
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
         if self.cfg.get("ota_url"):
+            from app import ota
             info = await ota.check(self.cfg["ota_url"], self.identity, b.clock, b.name)
+            del ota
             if info is not None:
                 self.ws_url = info["url"]
                 self.token = info["token"] or self.token
@@ -142,6 +144,9 @@ class Device:
         btn = self.board.buttons.get("boot")
         if btn is not None:
             btn.irq(lambda _pin: self._button.set(), btn.IRQ_FALLING)
+        from app.entry import forget
+        for name in ("app.ota", "app.http"):
+            forget(name)  # asked once per boot: their heap is worth more to the MQTT side
         task, why = self.entry.boot_task()
         self.entry.start()
         if hasattr(gc, "mem_free"):  # MicroPython: the figure docs/entry.md quotes
@@ -345,7 +350,7 @@ class Device:
         self._tools_listed.clear()
         for slot in self._rpc_wait.values():
             slot[0].set()  # no answer will come: the waiter sees None
-        self.entry.gateway.channel_closed()
+        self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
         if self.retry_attempts and self._retry is None and self.power.cause is None:
             self._retry = asyncio.create_task(self._retry_loop())

@@ -13,7 +13,6 @@ import ds3231
 import log
 import nvs_store
 import proto
-from app import gateway
 from app.flag import Flag
 
 REC_CACHED = "mqtt_cmd"
@@ -23,7 +22,7 @@ _ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/asset
 _log = log.get("entry")
 
 
-def _forget(name):
+def forget(name):
     # Drop a module that has done its job, so the heap it holds (source
     # compiled on the unix port) can be collected.
     sys.modules.pop(name, None)
@@ -52,16 +51,32 @@ class Entry:
         self.records = nvs_store.RecordStore(b.nvs("xiaozhi"))
         self.rtc = ds3231.DS3231(b.i2c)
         self._alarms = None
-        from app.handoff import HandOff
-        self.gateway = gateway.Gateway(HandOff(device), device.bus)
-        self.gateway.on_finished.append(self._finished)
+        self._gateway = None
         self._commands = None
         self.remote = None        # the MQTT side (app/remote.py) when configured
         self._late_acks = []      # (req_id, outcome) of cached commands run at boot
         self._alarm_flag = Flag()
 
-    # The alarm table and the command words are loaded when first needed:
-    # on the unix port every module costs heap (the board runs them frozen).
+    # The gateway, the alarm table and the command words are loaded when
+    # first needed: on the unix port every module costs heap (the board runs
+    # them frozen). A plain boot into chat with no broker needs none of them.
+
+    @property
+    def gateway(self):
+        if self._gateway is None:
+            from app import gateway as gateway_mod
+            from app.handoff import HandOff
+            self._gateway = gateway_mod.Gateway(HandOff(self.dev), self.dev.bus)
+            self._gateway.on_finished.append(self._finished)
+        return self._gateway
+
+    def player_event(self, event):
+        if self._gateway is not None:
+            self._gateway.player_event(event)
+
+    def channel_closed(self):
+        if self._gateway is not None:
+            self._gateway.channel_closed()
 
     @property
     def alarms(self):
@@ -106,11 +121,13 @@ class Entry:
                                        self.records.get(REC_PENDING),
                                        self.alarms.task_of(entry) if entry else None)
         del boot_resolver
-        _forget("app.boot_resolver")   # runs once per boot
-        _log.info("boot (%s): %s from %s (%s)", cause, gateway.key(t), t["source"], why)
+        forget("app.boot_resolver")   # runs once per boot
+        _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
         return t, why
 
     async def run_boot_task(self, t, why):
+        if why == "default":
+            return await self._default_chat()
         out = await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
                                                 t.get("alarm_id"))
         if why == "cached_mqtt":
@@ -120,6 +137,14 @@ class Entry:
             if cached.get("req_id"):
                 self._late_acks.append((cached["req_id"], out))
         return out
+
+    async def _default_chat(self):
+        # The boot's default chat is no hand-off: the server opens every
+        # session in chat and speaks first. Connect and listen, no gateway.
+        d = self.dev
+        async with d._busy:
+            if await d._ensure_channel():
+                await d._start_listening()
 
     def start(self):
         rtc_int = self.dev.board.rtc_int
@@ -151,7 +176,7 @@ class Entry:
                 continue
             t = self.alarms.task_of(entry)
             verdict, why = self.gateway.verdict(proto.SOURCE_SCHEDULE)
-            if verdict == gateway.REFUSE:
+            if verdict == "refuse":
                 _log.warn("alarm %s skipped: %s", entry["alarm_id"], why)
                 self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=self.now(), what="fired",
                                   skipped=why)
@@ -168,7 +193,7 @@ class Entry:
         if not isinstance(p, dict) or p.get("alarm_id") in (None, t.get("alarm_id")):
             self.records.put(REC_PENDING, proto.pending_task(
                 proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, proto.SOURCE_DEFAULT_CHAT, self.now(), params={}))
-            _log.info("scheduled %s finished: pending is %s.%s again", gateway.key(t),
+            _log.info("scheduled %s.%s finished: pending is %s.%s again", t["app_id"], t["task_id"],
                       proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID)
 
     # ---- voice ----
@@ -176,8 +201,10 @@ class Entry:
     def wake_allowed(self, word):
         """A user wake returns to chat unless a task of higher priority than
         voice runs (a parents' task, an alarm's lesson): then it is refused."""
-        verdict, why = self.gateway.verdict(proto.SOURCE_VOICE)
-        if verdict != gateway.REFUSE:
+        if self._gateway is None:
+            return True  # nothing but the default chat has run
+        verdict, why = self._gateway.verdict(proto.SOURCE_VOICE)
+        if verdict != "refuse":
             return True
         _log.info("wake word %r ignored: %s", word, why)
         self.dev.bus.emit("task", app_id=proto.DEFAULT_APP_ID, task_id=proto.DEFAULT_TASK_ID,

@@ -16,9 +16,8 @@ from xiaozhi_server.server import XiaozhiServer
 
 sys.path.insert(0, str(ROOT / "tests/host/firmware_app"))   # firmware_proc
 
-from entry_rig import Rig  # noqa: E402
+from entry_rig import OPENER, Rig  # noqa: E402
 
-OPENER = "你好呀，我们聊聊吧！"
 
 
 @pytest.fixture(scope="module")

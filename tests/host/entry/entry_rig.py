@@ -14,6 +14,7 @@ import json
 import time
 
 import aiomqtt
+import pytest
 
 from firmware_proc import FirmwareProcess, prepare_state
 from testkit import ROOT
@@ -22,6 +23,13 @@ from xiaozhi_server import protocol as proto
 
 DEVICE_ID = "02:00:00:00:e0:01"
 LESSONS = ("lesson1.mp3", "lesson2.mp3")
+OPENER = "你好呀，我们聊聊吧！"
+
+# With a broker configured the unix port needs about 242 KB of heap right
+# after boot (docs/entry.md, "Memory"): more than the 256 KB budget leaves
+# for a connection. Run with the MQTT side on MicroPython once it fits.
+UNIX_PORT = pytest.param("micropython", marks=pytest.mark.skip(
+    reason="the MQTT side does not fit the unix port's 256 KB heap yet (242 KB used after boot)"))
 
 
 class RawMqtt:

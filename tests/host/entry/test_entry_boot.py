@@ -4,8 +4,8 @@ tool, a plain reboot before the alarm (chat first), then the alarm wake
 (the lesson first, no chat), and pending_task back to chat afterwards."""
 import pytest
 
-from conftest import OPENER
 from testkit.control_api import eventually
+from entry_rig import OPENER, UNIX_PORT
 from xiaozhi_server import protocol as proto
 
 pytestmark = pytest.mark.timeout(120)
@@ -35,7 +35,7 @@ def before(fw, event, **fields):
     raise AssertionError("no %s %r" % (event, fields))
 
 
-@pytest.mark.parametrize("interp", ["cpython", "micropython"])
+@pytest.mark.parametrize("interp", ["cpython", UNIX_PORT])
 async def test_alarm_two_minutes_ahead_wakes_the_board_into_the_lesson(rig, interp):
     fw = await rig.boot(interp)
     await rig.chatting(fw)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from testkit.control_api import eventually
+from entry_rig import UNIX_PORT
 from xiaozhi_server import protocol as proto
 
 pytestmark = pytest.mark.timeout(90)
@@ -16,7 +17,7 @@ def passes(fw, name):
     return [e["pass"] for e in fw.find("player", state="pass_end", name=name)]
 
 
-@pytest.mark.parametrize("interp", ["cpython", "micropython"])
+@pytest.mark.parametrize("interp", ["cpython", UNIX_PORT])
 async def test_mqtt_repeater_interrupts_translation_and_plays_twice(rig, interp):
     fw = await rig.boot(interp)
     await rig.chatting(fw)
