@@ -79,8 +79,10 @@ def _hil_server(request):
     broker = Mosquitto().start()
     request.addfinalizer(broker.close)
     with FakeLLM() as llm:
-        # A short opener: every test boots and hears it before anything else.
-        cfg = server_config(llm.base_url, apps={"opener_lines": {"zh": ["你好呀！"], "en": ["Hi there!"]}})
+        # A short opener (every test boots and hears it first) and no re-invitation
+        # talking over a test that waits.
+        cfg = server_config(llm.base_url, apps={"opener_lines": {"zh": ["你好呀！"], "en": ["Hi there!"]},
+                                                    "max_reinvites": 0})
         with ServerThread(cfg) as srv:
             yield llm, srv, broker
 
@@ -106,6 +108,7 @@ def target(request, _hil_server, tmp_path):
     finally:
         board.stop()
         llm.default_reply = None
+        llm.clear()  # a test that failed early leaves its scripted turns behind
 
 
 # ---- what pytest-embedded's DUT is built from ----

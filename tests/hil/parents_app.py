@@ -39,7 +39,8 @@ class ParentsApp:
         req_id = "hil-%d" % self._n
         msg = proto.mqtt_request({"device_id": self.device_id, "req_id": req_id,
                                   "timestamp": int(time.time())}, action, payload)
-        assert proto.validate("mqtt.envelope", msg) is None
+        reason = proto.validate("mqtt.envelope", msg)
+        assert reason is None, reason
         self._client.publish(proto.topic(proto.TOPIC_CMD_TASK, self.device_id), json.dumps(msg), qos=1)
         return req_id
 

@@ -216,6 +216,11 @@ class FakeLLM:
         self._script.append(Turn(text=text, **timing))
         return self
 
+    def clear(self):
+        """Drop every scripted turn not used yet (a shared server between tests)."""
+        with self._lock:
+            self._script.clear()
+
     def reply_tool_calls(self, *calls, text="", **timing):
         """Queue an answer calling tools: each call is (name, arguments dict or raw JSON str)."""
         self._script.append(Turn(text=text, tool_calls=calls, **timing))
