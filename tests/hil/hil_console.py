@@ -34,8 +34,8 @@ class Console:
         self.events.append(ev)
         return ev
 
-    def event(self, name, timeout=20, **fields):
-        """The next event called `name` with these field values."""
+    def event(self, event, timeout=20, **fields):
+        """The next `event` line with these field values (a `name` field may be among them)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -43,9 +43,23 @@ class Console:
                 ev = self._next(max(0.1, left))
             except pexpect.TIMEOUT:
                 raise AssertionError("no %s event %r within %s s; seen:\n%s" % (
-                    name, fields, timeout, "\n".join(json.dumps(e, ensure_ascii=False) for e in self.events[-30:])))
-            if ev["event"] == name and all(ev.get(k) == v for k, v in fields.items()):
+                    event, fields, timeout, "\n".join(json.dumps(e, ensure_ascii=False) for e in self.events[-30:])))
+            if ev["event"] == event and all(ev.get(k) == v for k, v in fields.items()):
                 return ev
+
+    def seen(self, mark, event, timeout=20, **fields):
+        """A matching event among those since index `mark`, else the next one:
+        for lines whose order the device does not promise."""
+        for ev in self.events[mark:]:
+            if ev["event"] == event and all(ev.get(k) == v for k, v in fields.items()):
+                return ev
+        return self.event(event, timeout, **fields)
+
+    def opener_heard(self, timeout=30):
+        """Until the server's opener was played and the board listens again."""
+        reply = self.seen(0, "reply", timeout)
+        self.seen(self.events.index(reply) + 1, "state", timeout, state="listening")
+        return reply
 
     def quiet_for(self, seconds, name, **fields):
         """Assert no `name` event with these fields arrives for `seconds`."""

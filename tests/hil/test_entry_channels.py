@@ -11,18 +11,17 @@ from test_repeater import ask_for_lesson
 
 def require_entry_channels(console, target, what):
     target.need_sim(what)
-    boot = console.event("boot", timeout=30)
+    boot = console.seen(0, "boot", timeout=30)
     if "pending" not in boot:
         pytest.skip("%s: the firmware's boot event carries no 'pending' task, so boot resolution, alarms "
                     "and MQTT are not wired into the device yet (firmware/app/device.py)" % what)
-    console.event("mqtt", action="CONNECT", ok=True, timeout=15)
+    console.seen(0, "mqtt", action="CONNECT", ok=True, timeout=15)
     return boot
 
 
 def test_alarm_wakes_the_board_into_its_pending_lesson(console, target):
     require_entry_channels(console, target, "an alarm wake")
-    console.event("reply", timeout=30)  # the opener was heard
-    console.event("state", state="listening", timeout=20)
+    console.opener_heard()
     with ParentsApp(target.broker.port, target.device_id) as app:
         req = app.send("SET_ALARM", {"alarm_id": "hil_lesson", "at": int(time.time()) + 600, "pending_task": {
             "app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3", "repeat": 2}}})
@@ -57,11 +56,10 @@ def test_parents_command_preempts_a_lesson_started_by_voice(console, target):
         console.event("mqtt", action="START_APP_TASK", req_id=req, ok=True, timeout=15)
         ack = app.ack(req)
     assert ack["ok"] is True and ack["code"] == "accepted"
-    since = console.events[mark:]  # the order of these three lines is the device's business
-    assert [e["outcome"] for e in since if e["event"] == "task" and e["source"] == "mqtt_immediate"] == ["accepted"]
-    assert {"state": "stopped", "name": "lesson1.mp3"}.items() <= next(
-        e for e in since if e["event"] == "player" and e["state"] == "stopped").items()
-    assert any(e["event"] == "player" and e["state"] == "playing" and e["name"] == "lesson2.mp3" for e in since)
+    # the order of the task, player and ack lines is the device's business
+    assert console.seen(mark, "task", source="mqtt_immediate")["outcome"] == "accepted"
+    console.seen(mark, "player", state="stopped", name="lesson1.mp3")
+    console.seen(mark, "player", state="playing", name="lesson2.mp3")
     console.event("player", state="done", timeout=15)
     console.send("status")
     assert console.event("status", timeout=10)["repeat_left"] == 0  # lesson1's passes left were dropped

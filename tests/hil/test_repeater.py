@@ -6,9 +6,7 @@ stops it and cancels the passes left."""
 def ask_for_lesson(console, target, repeat):
     target.need_sim("asking for a lesson by voice")
     target.llm.reply_tool_calls(("start_repeater", {"name": "lesson1.mp3", "repeat": repeat}))
-    console.event("state", state="listening", timeout=30)
-    console.event("reply", timeout=30)                      # the opener was heard
-    console.event("state", state="listening", timeout=20)
+    console.opener_heard()
     console.send("say Please play lesson one %d times." % repeat)
     heard = console.event("subtitle", role="user", timeout=40)
     assert "lesson" in heard["text"].lower()
