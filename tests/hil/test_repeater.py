@@ -8,8 +8,8 @@ def ask_for_lesson(console, target, repeat):
     target.llm.reply_tool_calls(("start_repeater", {"name": "lesson1.mp3", "repeat": repeat}))
     console.opener_heard()
     console.send("say Please play lesson one %d times." % repeat)
-    heard = console.event("subtitle", role="user", timeout=40)
-    assert "lesson" in heard["text"].lower()
+    # the words as heard are the ASR's business (the LLM here is scripted): that it heard something is ours
+    assert console.event("subtitle", role="user", timeout=40)["text"].strip()
 
 
 def test_repeater_two_passes(console, target):
