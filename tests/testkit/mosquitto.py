@@ -12,10 +12,33 @@ import tempfile
 import time
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port OUTSIDE the kernel's ephemeral range.
+
+    A broker port taken from that range can be handed out as the local
+    port of a client's own connect attempt while the broker is down; TCP
+    then connects the socket to itself (the client reads back its own
+    CONNECT) and the broker can no longer bind the port."""
+    import random
+    lo, hi = _ephemeral_range()
+    candidates = [p for p in range(20000, 32000) if not lo <= p <= hi] or list(range(hi + 1, 65000))
+    for port in random.sample(candidates, 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port outside the ephemeral range")
 
 
 def _listening(port):
