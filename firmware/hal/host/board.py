@@ -32,15 +32,6 @@ from hal.host.voice import HostVoice
 BUTTONS = ("boot", "vol_up", "vol_down")
 
 
-def _load_json(path):
-    if not fs.exists(path):
-        return None
-    try:
-        return json.loads(fs.read_bytes(path))
-    except ValueError:
-        return None
-
-
 class HostBoard:
     name = "host"
 
@@ -52,7 +43,7 @@ class HostBoard:
         self._rtc_path = fs.join(state_dir, "rtc.json")
 
         # Time that passed while off: host time since the last save + advance.
-        world = _load_json(self._world_path)
+        world = fs.read_json(self._world_path)
         now = host_time()
         if world:
             boot_wall = world["sim_wall"] + max(0, now - world["host"]) + int(advance)
@@ -61,7 +52,7 @@ class HostBoard:
         self.clock = HostClock(wall=boot_wall, speed=speed)
 
         self.rtc_model = DS3231Model(self.clock)
-        rtc = _load_json(self._rtc_path)
+        rtc = fs.read_json(self._rtc_path)
         if rtc and world:
             self.rtc_model.load(rtc, boot_wall - world["sim_wall"])
         elif rtc:

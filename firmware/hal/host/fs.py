@@ -60,6 +60,17 @@ def read_bytes(path):
         return f.read()
 
 
+def read_json(path):
+    """The JSON a state file holds, or None if it is missing or unreadable."""
+    import json
+    if not exists(path):
+        return None
+    try:
+        return json.loads(read_bytes(path))
+    except ValueError:
+        return None
+
+
 def write_atomic(path, data):
     """Replace `path` with `data` so that a crash leaves old or new, never half.
 

@@ -10,17 +10,11 @@ import json
 
 from hal.host import fs
 
-WAKE_CAUSES = ("power_on", "alarm", "button", "reset")
+from proto import WAKE_CAUSES  # the schema's own list
 
 
 def read_record(state_dir):
-    path = fs.join(state_dir, "power.json")
-    if not fs.exists(path):
-        return None
-    try:
-        return json.loads(fs.read_bytes(path))
-    except ValueError:
-        return None
+    return fs.read_json(fs.join(state_dir, "power.json"))
 
 
 def resolve_wake_cause(record, rtc_int_low, forced=None):
