@@ -82,6 +82,17 @@ class RepeatPlayer:
     def files(self):
         return self._sd.list(suffix=".mp3")
 
+    def listing(self):
+        """self.mp3.get_list's entries in the Sening shape: name (what play
+        takes) and size in bytes, one stat per file."""
+        out = []
+        for n in self.files():
+            try:
+                out.append({"name": n, "size": self._sd.size(n)})
+            except OSError:
+                pass  # removed since the listing: not playable either
+        return out
+
     def play(self, name, repeat=1, power_off_after=False):
         check_repeat(repeat)
         if not isinstance(power_off_after, bool):

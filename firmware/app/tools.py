@@ -28,7 +28,7 @@ def device_tools(board, player, power, wifi_ok=None):
         return {"stopped": player.stop()}
 
     def get_list(_args):
-        return {"files": player.files()}
+        return {"files": player.listing()}
 
     def get_status(_args):
         return player.status()

@@ -656,7 +656,7 @@ DEVICE_TOOLS_JSON = [
     '{"name":"self.audio_speaker.set_volume","description":"Set the speaker volume (0-100). Call self.get_device_status first if the current volume is unknown.","inputSchema":{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"required":["volume"]}}',
     '{"name":"self.mp3.play","description":"Play a lesson MP3 from the SD card `repeat` times, optionally powering off after the last pass. Returns at once; the device counts the passes itself. `name` must be one returned by self.mp3.get_list.","inputSchema":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":96,"format":"sd_name"},"repeat":{"type":"integer","minimum":1,"maximum":100,"default":1},"power_off_after":{"type":"boolean","default":false}},"required":["name"]}}',
     '{"name":"self.mp3.stop","description":"Stop the SD-card MP3 now; cancels the remaining passes and any power-off after them.","inputSchema":{"type":"object","properties":{}}}',
-    '{"name":"self.mp3.get_list","description":"List the MP3 files on the SD card that self.mp3.play accepts.","inputSchema":{"type":"object","properties":{}}}',
+    '{"name":"self.mp3.get_list","description":"List the MP3 files on the SD card that self.mp3.play accepts: pass files[].name as its name.","inputSchema":{"type":"object","properties":{}}}',
     '{"name":"self.mp3.get_status","description":"What the SD-card player is doing: state, file name, passes left.","inputSchema":{"type":"object","properties":{}}}',
     '{"name":"self.power_off","description":"Power the device off into standby. Only the alarm clock can wake it again.","inputSchema":{"type":"object","properties":{}}}',
 ]

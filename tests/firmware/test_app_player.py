@@ -133,6 +133,15 @@ def test_app_player_another_name_replaces_the_current_one():
     t.eq(mp3.calls[-2:], [("stop",), ("play", "b.mp3")])
 
 
+def test_app_player_lists_in_the_sening_shape_and_the_names_play():
+    p, mp3, clock, standby, events = _player()
+    listing = p.listing()
+    t.eq(listing, [{"name": "a.mp3", "size": 104}, {"name": "b.mp3", "size": 104}])
+    t.eq(proto.validate("result:self.mp3.get_list", {"files": listing}), None)
+    t.eq(p.play(listing[1]["name"])["status"], "playing")
+    t.eq(mp3.calls, [("play", "b.mp3")])
+
+
 def test_app_player_refuses_names_not_on_the_list():
     p, mp3, clock, standby, events = _player()
     t.eq(p.files(), ["a.mp3", "b.mp3"])

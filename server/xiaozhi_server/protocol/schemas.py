@@ -1144,7 +1144,23 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
  'result:self.mp3.get_list': {'type': 'object',
                               'required': ['files'],
                               'properties': {'files': {'type': 'array',
-                                                       'items': {'type': 'string'}}}},
+                                                       'items': {'description': 'The Sening board '
+                                                                                'lists objects '
+                                                                                '({"name": ..., '
+                                                                                'more fields}); '
+                                                                                'older devices '
+                                                                                'list bare names. '
+                                                                                'Both are '
+                                                                                'accepted.',
+                                                                 'anyOf': [{'type': 'string',
+                                                                            'minLength': 1},
+                                                                           {'type': 'object',
+                                                                            'required': ['name'],
+                                                                            'properties': {'name': {'type': 'string',
+                                                                                                    'minLength': 1},
+                                                                                           'size': {'type': 'integer',
+                                                                                                    'minimum': 0,
+                                                                                                    'description': 'bytes'}}}]}}}},
  'result:self.mp3.get_status': {'type': 'object',
                                 'required': ['state', 'repeat_left'],
                                 'properties': {'state': {'enum': ['idle', 'playing', 'paused']},

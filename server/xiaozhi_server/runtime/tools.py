@@ -12,6 +12,7 @@ import logging
 
 from .. import protocol as proto
 from ..mcp.tools import Tool, ToolOutcome
+from .lessons import lesson_names, match_lesson
 from .runtime import TaskError
 
 log = logging.getLogger(__name__)
@@ -40,18 +41,6 @@ def _lines(session):
     return LINES.get(session.language, LINES["en"])
 
 
-def match_lesson(name, files):
-    """The listed file the child meant: exact, or without .mp3, or another case."""
-    if name in files:
-        return name
-    want = name.strip().lower()
-    for f in files:
-        low = f.lower()
-        if low == want or low == want + ".mp3" or low.rsplit(".", 1)[0] == want:
-            return f
-    return None
-
-
 def runtime_tools(session, runtime):
     apps = sorted(a for a, app in runtime.registry.apps.items()
                   if any(not t.reserved for t in app.tasks.values()))
@@ -78,10 +67,9 @@ def runtime_tools(session, runtime):
         if not (session.mcp.has("self.mp3.play") and session.mcp.has("self.mp3.get_list")):
             return ToolOutcome("error: this device has no SD-card player", end_turn=True, say=L["no_player"])
         text, is_error = await session.mcp.call("self.mp3.get_list", {})
-        try:
-            files = json.loads(text).get("files", []) if not is_error else []
-        except (ValueError, AttributeError):
-            files = []
+        if is_error:
+            log.warning("[%s] self.mp3.get_list failed: %s", session.device_id, text)
+        files = [] if is_error else lesson_names(text)
         found = match_lesson(name, files)
         if found is None:
             return ToolOutcome("error: no lesson named %s; the card has: %s" % (name, ", ".join(files) or "nothing"),

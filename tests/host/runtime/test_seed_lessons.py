@@ -1,0 +1,56 @@
+"""The Sening board's lesson list (seed plan §5: files[].name) over the real
+WebSocket: the child asks for a lesson, the model calls start_repeater, the
+server reads the board's list in the seed's shape and the board's
+self.mp3.play receives the listed name."""
+import json
+
+from testkit import ROOT
+from testkit.server import server_config
+from testkit.wire_device import WireDevice
+
+EXAMPLES = ROOT / "shared" / "protocol" / "examples" / "result_self.mp3.get_list"
+SENING_LIST = json.loads((EXAMPLES / "ok-sening.json").read_text())   # {"files": [{"name": ...}, ...]}
+OPENERS = {"opener_lines": {"zh": ["你好呀！"], "en": ["Hi!"]}}
+
+
+def board(listing):
+    return {"self.mp3.play": lambda a: {"accepted": True, "status": "playing"},
+            "self.mp3.stop": lambda a: {"stopped": True},
+            "self.mp3.get_list": lambda a: listing,
+            "self.mp3.get_status": lambda a: {"state": "playing", "repeat_left": 1},
+            "self.power_off": lambda a: {"accepted": True}}
+
+
+def runtime_of(server):
+    return next(iter(server.services.sessions)).runtime
+
+
+async def test_lesson_named_by_the_child_plays_from_the_sening_list(start_server, fake_llm):
+    assert isinstance(SENING_LIST["files"][0], dict)
+    fake_llm.reply_tool_calls(("start_repeater", {"name": "lesson002", "repeat": 2}))
+    server = await start_server(server_config(fake_llm.base_url, apps=OPENERS))
+    async with WireDevice(server.ws.url, tools=board(SENING_LIST), page_limit=10) as dev:
+        await dev.hello()
+        await dev.detect("复读 lesson002 两遍")
+        await dev.wait_for(lambda: any(n == "self.mp3.play" for n, _a in dev.tool_calls), timeout=15)
+        assert [a for n, a in dev.tool_calls if n == "self.mp3.play"] == \
+            [{"name": "lesson002.mp3", "repeat": 2, "power_off_after": False}]
+        assert [n for n, _a in dev.tool_calls].index("self.mp3.get_list") < \
+            [n for n, _a in dev.tool_calls].index("self.mp3.play")
+        assert any("lesson002" in x for x in dev.texts())
+        assert runtime_of(server).active == "english_learning.repeater"
+
+
+async def test_missing_lesson_names_what_the_sening_card_holds(start_server, fake_llm):
+    fake_llm.reply_tool_calls(("start_repeater", {"name": "lesson009.mp3"}))
+    server = await start_server(server_config(fake_llm.base_url, apps=OPENERS))
+    async with WireDevice(server.ws.url, tools=board(SENING_LIST), page_limit=10) as dev:
+        await dev.hello()
+        await dev.detect("play lesson nine")
+        await dev.wait_for(lambda: any("lesson009" in x for x in dev.texts()), timeout=15)
+        assert "self.mp3.play" not in [n for n, _a in dev.tool_calls]
+        assert runtime_of(server).active == "chat.conversation"
+        # What the model is told: the names on the card, not the objects.
+        history = runtime_of(server).session.dialogue.history
+        tool_lines = [m["content"] for m in history if m["role"] == "tool"]
+        assert tool_lines == ["error: no lesson named lesson009.mp3; the card has: lesson001.mp3, lesson002.mp3"]
