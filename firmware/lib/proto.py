@@ -571,6 +571,7 @@ FRAME_DURATION_MS = const(60)
 FRAME_JSON = const(1)
 FRAME_OPUS = const(0)
 FRAME_TYPES = (0, 1)
+HELLO_DEFAULTS = {'version': 1, 'transport': 'websocket', 'audio_params': {'format': 'opus', 'sample_rate': 16000, 'channels': 1, 'frame_duration': 60}}
 HELLO_TIMEOUT_MS = const(10000)
 INTERACTION_MODES = ('CHAT', 'PLAY_AUDIO', 'TRANSLATION')
 KEYWORDS = ('type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'uniqueItems', 'minimum', 'maximum', 'minLength', 'maxLength', 'format', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', '$ref')
@@ -673,13 +674,11 @@ def abort(session_id=None, reason=None):
     return m
 
 
-def alert(status, message, session_id=None, emotion=None):
+def alert(status, message, emotion, session_id=None):
     """Build alert (server -> device)."""
-    m = {'type': 'alert', 'status': status, 'message': message}
+    m = {'type': 'alert', 'status': status, 'message': message, 'emotion': emotion}
     if session_id is not None:
         m['session_id'] = session_id
-    if emotion is not None:
-        m['emotion'] = emotion
     return m
 
 
@@ -711,9 +710,15 @@ def goodbye(session_id=None, reason=None):
     return m
 
 
-def hello_device(version, transport, audio_params, features=None):
+def hello_device(version=None, transport=None, audio_params=None, features=None):
     """Build hello (device -> server)."""
-    m = {'type': 'hello', 'version': version, 'transport': transport, 'audio_params': audio_params}
+    m = {'type': 'hello'}
+    if version is not None:
+        m['version'] = version
+    if transport is not None:
+        m['transport'] = transport
+    if audio_params is not None:
+        m['audio_params'] = audio_params
     if features is not None:
         m['features'] = features
     return m

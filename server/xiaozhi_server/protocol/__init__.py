@@ -571,6 +571,7 @@ FRAME_DURATION_MS = const(60)
 FRAME_JSON = const(1)
 FRAME_OPUS = const(0)
 FRAME_TYPES = (0, 1)
+HELLO_DEFAULTS = {'version': 1, 'transport': 'websocket', 'audio_params': {'format': 'opus', 'sample_rate': 16000, 'channels': 1, 'frame_duration': 60}}
 HELLO_TIMEOUT_MS = const(10000)
 INTERACTION_MODES = ('CHAT', 'PLAY_AUDIO', 'TRANSLATION')
 KEYWORDS = ('type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'uniqueItems', 'minimum', 'maximum', 'minLength', 'maxLength', 'format', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', '$ref')
@@ -663,7 +664,7 @@ SCHEMAS = {
     'jsonrpc.app_start_task_params': '{"type":"object","required":["app_id","task_id","source"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"}}}',
     'jsonrpc.app_start_task_result': '{"type":"object","required":["accepted","active_app_id","interaction_mode"],"properties":{"accepted":{"type":"boolean"},"active_app_id":{"$ref":"common.identifier"},"active_task_id":{"$ref":"common.identifier"},"interaction_mode":{"$ref":"common.interaction_mode"},"reason":{"type":"string","maxLength":500}}}',
     'jsonrpc.error': '{"type":"object","required":["message"],"properties":{"code":{"type":"integer"},"message":{"type":"string","maxLength":2000},"data":{}}}',
-    'jsonrpc.initialize_params': '{"type":"object","required":["protocolVersion"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object"},"clientInfo":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
+    'jsonrpc.initialize_params': '{"type":"object","required":["protocolVersion"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object","properties":{"vision":{"type":"object","required":["url","token"],"properties":{"url":{"type":"string","maxLength":1000},"token":{"type":"string","maxLength":1000}}}}},"clientInfo":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
     'jsonrpc.initialize_result': '{"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object"},"serverInfo":{"type":"object","required":["name","version"],"properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
     'jsonrpc.message': '{"type":"object","required":["jsonrpc"],"properties":{"jsonrpc":{"const":"2.0"},"id":{"type":["integer","string","null"]},"method":{"type":"string","minLength":1,"maxLength":128},"params":{"type":"object"},"result":{},"error":{"$ref":"jsonrpc.error"}},"anyOf":[{"required":["method"]},{"required":["id","result"]},{"required":["id","error"]}]}',
     'jsonrpc.tool': '{"type":"object","required":["name","inputSchema"],"properties":{"name":{"type":"string","minLength":1,"maxLength":128},"description":{"type":"string","maxLength":4000},"inputSchema":{"type":"object"},"annotations":{"type":"object"}}}',
@@ -700,9 +701,9 @@ SCHEMAS = {
     'tool:self.mp3.stop': '{"type":"object","properties":{}}',
     'tool:self.power_off': '{"type":"object","properties":{}}',
     'ws.abort': '{"type":"object","required":["type"],"properties":{"type":{"const":"abort"},"session_id":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}',
-    'ws.alert': '{"type":"object","required":["type","status","message"],"properties":{"type":{"const":"alert"},"session_id":{"$ref":"common.session_id"},"status":{"type":"string","maxLength":64},"message":{"type":"string","maxLength":1000},"emotion":{"$ref":"common.emotion"}}}',
+    'ws.alert': '{"type":"object","required":["type","status","message","emotion"],"properties":{"type":{"const":"alert"},"session_id":{"$ref":"common.session_id"},"status":{"type":"string","maxLength":64},"message":{"type":"string","maxLength":1000},"emotion":{"$ref":"common.emotion"}}}',
     'ws.goodbye': '{"type":"object","required":["type"],"properties":{"type":{"const":"goodbye"},"session_id":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}',
-    'ws.hello_device': '{"type":"object","required":["type","version","transport","audio_params"],"properties":{"type":{"const":"hello"},"version":{"enum":[1,2,3]},"transport":{"enum":["websocket","udp"]},"features":{"type":"object","properties":{"mcp":{"type":"boolean"},"aec":{"type":"boolean"}}},"audio_params":{"$ref":"common.audio_params"}}}',
+    'ws.hello_device': '{"type":"object","required":["type"],"properties":{"type":{"const":"hello"},"version":{"enum":[1,2,3]},"transport":{"enum":["websocket","udp"]},"audio_params":{"type":"object","properties":{"format":{"type":"string","minLength":1,"maxLength":16},"sample_rate":{"enum":[8000,12000,16000,24000,48000]},"channels":{"enum":[1,2]},"frame_duration":{"enum":[10,20,40,60,80,100,120]}}},"features":{"type":"object","properties":{"mcp":{"type":"boolean"},"aec":{"type":"boolean"}}}}}',
     'ws.hello_server': '{"type":"object","required":["type","transport","session_id","audio_params"],"properties":{"type":{"const":"hello"},"version":{"enum":[1,2,3]},"transport":{"const":"websocket"},"session_id":{"$ref":"common.session_id"},"audio_params":{"$ref":"common.audio_params"}}}',
     'ws.iot': '{"type":"object","required":["type"],"properties":{"type":{"const":"iot"},"session_id":{"$ref":"common.session_id"},"descriptors":{"type":"array"},"states":{"type":"array"},"update":{"type":"boolean"}}}',
     'ws.listen': '{"type":"object","required":["type","state"],"properties":{"type":{"const":"listen"},"session_id":{"$ref":"common.session_id"},"state":{"enum":["start","stop","detect"]},"mode":{"$ref":"common.listen_mode"},"text":{"type":"string","maxLength":2000}},"allOf":[{"if":{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]}}]}',
@@ -736,13 +737,11 @@ def abort(session_id=None, reason=None):
     return m
 
 
-def alert(status, message, session_id=None, emotion=None):
+def alert(status, message, emotion, session_id=None):
     """Build alert (server -> device)."""
-    m = {'type': 'alert', 'status': status, 'message': message}
+    m = {'type': 'alert', 'status': status, 'message': message, 'emotion': emotion}
     if session_id is not None:
         m['session_id'] = session_id
-    if emotion is not None:
-        m['emotion'] = emotion
     return m
 
 
@@ -774,9 +773,15 @@ def goodbye(session_id=None, reason=None):
     return m
 
 
-def hello_device(version, transport, audio_params, features=None):
+def hello_device(version=None, transport=None, audio_params=None, features=None):
     """Build hello (device -> server)."""
-    m = {'type': 'hello', 'version': version, 'transport': transport, 'audio_params': audio_params}
+    m = {'type': 'hello'}
+    if version is not None:
+        m['version'] = version
+    if transport is not None:
+        m['transport'] = transport
+    if audio_params is not None:
+        m['audio_params'] = audio_params
     if features is not None:
         m['features'] = features
     return m

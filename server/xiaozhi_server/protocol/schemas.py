@@ -139,11 +139,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                   'message': {'type': 'string', 'maxLength': 2000},
                                   'data': {}}},
  'jsonrpc.initialize_params': {'title': 'initialize params (server -> device)',
+                               'description': 'capabilities.vision tells the device where its '
+                                              "camera's photos are explained (url, token), as "
+                                              'stock servers send it; url is empty when the server '
+                                              'has no vision endpoint. xiaozhi-sdk fails on an '
+                                              'initialize without it, and stock firmware keeps the '
+                                              'url for self.camera.take_photo.',
                                'type': 'object',
                                'required': ['protocolVersion'],
                                'properties': {'protocolVersion': {'type': 'string',
                                                                   'maxLength': 32},
-                                              'capabilities': {'type': 'object'},
+                                              'capabilities': {'type': 'object',
+                                                               'properties': {'vision': {'type': 'object',
+                                                                                         'required': ['url',
+                                                                                                      'token'],
+                                                                                         'properties': {'url': {'type': 'string',
+                                                                                                                'maxLength': 1000},
+                                                                                                        'token': {'type': 'string',
+                                                                                                                  'maxLength': 1000}}}}},
                                               'clientInfo': {'type': 'object',
                                                              'properties': {'name': {'type': 'string'},
                                                                             'version': {'type': 'string'}}}}},
@@ -1349,9 +1362,11 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                              'session_id': {'type': 'string', 'maxLength': 128},
                              'reason': {'type': 'string', 'maxLength': 64}}},
  'ws.alert': {'title': 'alert (server -> device)',
-              'description': 'Something the user must be told on screen and by voice.',
+              'description': 'Something the user must be told on screen and by voice. Stock '
+                             'firmware ignores an alert without status, message and emotion, so '
+                             'all three are required.',
               'type': 'object',
-              'required': ['type', 'status', 'message'],
+              'required': ['type', 'status', 'message', 'emotion'],
               'properties': {'type': {'const': 'alert'},
                              'session_id': {'type': 'string', 'maxLength': 128},
                              'status': {'type': 'string', 'maxLength': 64},
@@ -1387,31 +1402,44 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
  'ws.hello_device': {'title': 'hello (device -> server)',
                      'description': 'First text message after the WebSocket opens. The server '
                                     'answers with its own hello within 10 s or the device gives '
-                                    'up.',
+                                    'up. Only `type` is required, as stock servers accept: a '
+                                    'missing version, transport or audio_params (the xinnan-tech '
+                                    'browser page sends none) takes HELLO_DEFAULTS. Upstream Opus '
+                                    'of any rate and frame length decodes; the server announces '
+                                    'what it really sends downstream in its own hello.',
                      'type': 'object',
-                     'required': ['type', 'version', 'transport', 'audio_params'],
+                     'required': ['type'],
                      'properties': {'type': {'const': 'hello'},
                                     'version': {'enum': [1, 2, 3]},
                                     'transport': {'enum': ['websocket', 'udp']},
-                                    'features': {'type': 'object',
-                                                 'properties': {'mcp': {'type': 'boolean'},
-                                                                'aec': {'type': 'boolean'}}},
-                                    'audio_params': {'type': 'object',
-                                                     'required': ['format',
-                                                                  'sample_rate',
-                                                                  'channels',
-                                                                  'frame_duration'],
-                                                     'properties': {'format': {'const': 'opus'},
+                                    'audio_params': {'description': 'What the device sends '
+                                                                    'upstream. Every field is '
+                                                                    'optional (defaults in '
+                                                                    'HELLO_DEFAULTS); format is '
+                                                                    'free text so that a device '
+                                                                    'asking for another codec gets '
+                                                                    'a clear alert instead of '
+                                                                    'silence.',
+                                                     'type': 'object',
+                                                     'properties': {'format': {'type': 'string',
+                                                                               'minLength': 1,
+                                                                               'maxLength': 16},
                                                                     'sample_rate': {'enum': [8000,
                                                                                              12000,
                                                                                              16000,
                                                                                              24000,
                                                                                              48000]},
-                                                                    'channels': {'const': 1},
-                                                                    'frame_duration': {'enum': [20,
+                                                                    'channels': {'enum': [1, 2]},
+                                                                    'frame_duration': {'enum': [10,
+                                                                                                20,
                                                                                                 40,
                                                                                                 60,
-                                                                                                120]}}}}},
+                                                                                                80,
+                                                                                                100,
+                                                                                                120]}}},
+                                    'features': {'type': 'object',
+                                                 'properties': {'mcp': {'type': 'boolean'},
+                                                                'aec': {'type': 'boolean'}}}}},
  'ws.hello_server': {'title': 'hello (server -> device)',
                      'description': "The server's answer. audio_params announce what the server "
                                     'really encodes downstream; the device builds its decoder from '
@@ -1461,7 +1489,9 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                'allOf': [{'if': {'properties': {'state': {'const': 'detect'}}},
                           'then': {'required': ['text']}}]},
  'ws.llm': {'title': 'llm (server -> device)',
-            'description': 'Once per turn: the emotion to show, text is its emoji.',
+            'description': 'Once per turn: the emotion to show, text is its emoji. Stock firmware '
+                           'shows only `emotion` (an llm message without it changes nothing on the '
+                           'screen), so it is required.',
             'type': 'object',
             'required': ['type', 'emotion'],
             'properties': {'type': {'const': 'llm'},
