@@ -91,6 +91,10 @@ DEFAULTS = {
     },
     # Empty: OpenAI-compatible if OPENAI_* is set, else the "no model" line.
     "llm": {},
+    # Where a device's camera photos are explained (an explain-image HTTP
+    # endpoint, as stock servers run). Handed to devices in MCP initialize;
+    # without it the device's self.camera.* tools are not offered to the model.
+    "vision": {"explain_url": None, "token": ""},
     "mqtt": {
         # Empty: start Debian's mosquitto on 127.0.0.1:1883 if nothing listens there.
         "url": None,
@@ -114,6 +118,7 @@ ENV_OVERRIDES = {
     "XIAOZHI_TOKEN": ("auth", "tokens", lambda v: [t for t in v.split(",") if t]),
     "MQTT_URL": ("mqtt", "url", str),
     "XIAOZHI_API_TOKEN": ("control", "api_token", str),
+    "XIAOZHI_VISION_URL": ("vision", "explain_url", str),
 }
 
 

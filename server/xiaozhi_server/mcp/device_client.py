@@ -7,12 +7,18 @@ tool call can never be mistaken for the answer to initialize or a list
 page. Device errors may lack `code` (stock firmware): accepted. A call
 that gets no answer within its timeout becomes an error result the LLM
 can read; nothing raises into the dialogue.
+
+`initialize` always carries capabilities.vision {url, token}, as stock
+servers send it (url empty without a vision endpoint): xiaozhi-sdk fails
+on an initialize without it and the session would lose every device tool.
+The device's camera tools reach the model only when a vision endpoint is
+configured, since without one a photo cannot be explained.
 """
 import asyncio
 import logging
 
 from .. import protocol as proto
-from .tools import Tool, ToolOutcome
+from .tools import Tool, ToolOutcome, needs_vision
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +32,12 @@ class DeviceMcpError(Exception):
 
 
 class DeviceMcp:
-    def __init__(self, send_payload, timeout_s=10):
-        """send_payload: async callable(jsonrpc dict) that wraps it in an mcp message."""
+    def __init__(self, send_payload, timeout_s=10, vision=None):
+        """send_payload: async callable(jsonrpc dict) that wraps it in an mcp message.
+        vision: the config's vision section (explain_url, token), or None."""
         self._send = send_payload
+        vision = vision or {}
+        self.vision = {"url": vision.get("explain_url") or "", "token": vision.get("token") or ""}
         self.timeout_s = timeout_s
         self._next_list = LIST_IDS
         self._next_call = CALL_IDS
@@ -71,11 +80,16 @@ class DeviceMcp:
 
     async def start(self):
         """initialize, then every tools/list page. Returns the declarations."""
-        info = await self._request("initialize", {
+        params = {
             "protocolVersion": proto.MCP_PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": {"vision": dict(self.vision)},
             "clientInfo": {"name": "xiaozhi-apps-server", "version": "0.1"},
-        })
+        }
+        err = proto.validate("jsonrpc.initialize_params", params)
+        if err:
+            log.error("vision config does not fit initialize (%s): sent without an endpoint", err)
+            params["capabilities"]["vision"] = {"url": "", "token": ""}
+        info = await self._request("initialize", params)
         if proto.validate("jsonrpc.initialize_result", info or {}) is not None:
             log.warning("device initialize result is unusual: %s", proto.validate("jsonrpc.initialize_result", info or {}))
         self.server_info = (info or {}).get("serverInfo")
@@ -114,10 +128,12 @@ class DeviceMcp:
         return "\n".join(texts), bool(result.get("isError"))
 
     def as_tools(self):
-        """Table entries for the LLM, one per device tool."""
+        """Table entries for the LLM, one per device tool (camera tools only with vision)."""
         out = []
         for decl in self.tools:
             name = decl["name"]
+            if needs_vision(name) and not self.vision["url"]:
+                continue
 
             async def run(args, _name=name):
                 text, is_error = await self.call(_name, args)

@@ -21,6 +21,12 @@ def sanitize(name):
     return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or _is_cjk(c) else "_" for c in name)
 
 
+def needs_vision(name):
+    """A device camera tool (self.camera.take_photo, or the browser page's
+    self_camera_take_photo): useless without a vision endpoint to explain the photo."""
+    return sanitize(name).startswith("self_camera_")
+
+
 class ToolOutcome:
     """What a tool call gives back to the dialogue.
 

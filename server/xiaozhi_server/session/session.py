@@ -35,6 +35,8 @@ _CURRENT_REPLY = contextvars.ContextVar("current_reply", default=None)
 
 GREETINGS = {"zh": "我在呢，你说。", "en": "I'm here, go ahead."}
 FAREWELLS = {"zh": "好的，再见啦，想聊天随时叫我！", "en": "Okay, bye for now. Call me any time!"}
+UNHEARD_AUDIO = {"zh": "我只听得懂 Opus 格式的声音，设备发来的是 %s，可以打字和我聊天。",
+                 "en": "I can only hear Opus audio and this device sends %s. You can still type to me."}
 IDLE_BYES = {"zh": "好久没听到你说话了，我先休息啦，想我就叫我。",
              "en": "I haven't heard you for a while, so I'll rest now. Call me when you need me."}
 
@@ -57,6 +59,7 @@ class Session:
         self.peer = peer
         self.language = self.cfg.get("language", "zh")
         self.hello = None
+        self.upstream = dict(proto.HELLO_DEFAULTS["audio_params"])   # what the device sends up
         self.epoch = 0
         self._epoch_t = 0.0         # when the current epoch began (the last abort)
         self.reply_task = None
@@ -68,7 +71,8 @@ class Session:
         self.last_tts_stop = 0.0        # when we last sent tts stop
         self.runtime = None             # the App Runtime, set by the services
         self.tools = ToolTable()
-        self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10))
+        self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
+                             vision=services.config.get("vision"))
         self.speaker = Speaker(services.tts, self.send_json, self._send_audio, self.id)
         self.dialogue = Dialogue(services.llm, self.tools, services.config["prompts"]["agent"],
                                  history_turns=self.cfg.get("history_turns", 10),
@@ -169,12 +173,21 @@ class Session:
 
     async def _accept_hello(self, msg):
         self.hello = msg
+        # Whatever the hello leaves out takes the documented defaults (stock
+        # servers accept a bare hello; the browser test page sends one).
+        # Opus of any rate, channel count or frame length decodes into the
+        # listener's 16 kHz; what we send down is announced as it really is.
+        self.upstream = dict(proto.HELLO_DEFAULTS["audio_params"], **(msg.get("audio_params") or {}))
         s = self.services
         self.listener = Listener(s.vad, s.asr, self._on_speech_start, self._on_utterance,
                                  vad_config=s.config.get("vad"), language=s.config["asr"].get("language"))
         ap = {"format": "opus", "sample_rate": self.speaker.rate, "channels": 1,
               "frame_duration": proto.FRAME_DURATION_MS}
         await self.send_json(proto.hello_server(self.id, ap, version=self.version))
+        if self.upstream["format"] != "opus":
+            log.warning("[%s] upstream audio %r is not Opus: not decoded", self.device_id, self.upstream["format"])
+            await self.send_json(proto.alert("warning", UNHEARD_AUDIO.get(self.language, UNHEARD_AUDIO["en"])
+                                             % self.upstream["format"], "confused", session_id=self.id))
         if (msg.get("features") or {}).get("mcp"):
             self.spawn(self._start_device_mcp())
         await self.services.on_session_ready(self)
@@ -219,7 +232,7 @@ class Session:
         except proto.ProtoError as e:
             log.info("[%s] bad audio frame ignored: %s", self.device_id, e)
             return
-        if ftype == proto.FRAME_OPUS and self.listener is not None:
+        if ftype == proto.FRAME_OPUS and self.listener is not None and self.upstream["format"] == "opus":
             self.listener.push(payload)
 
     async def _on_text(self, text):
