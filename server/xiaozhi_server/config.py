@@ -96,8 +96,12 @@ DEFAULTS = {
     # without it the device's self.camera.* tools are not offered to the model.
     "vision": {"explain_url": None, "token": ""},
     "mqtt": {
-        # Empty: start Debian's mosquitto on 127.0.0.1:1883 if nothing listens there.
+        # Empty: start Debian's mosquitto on 127.0.0.1:<port> if nothing listens there;
+        # it refuses anonymous clients and checks each device's credentials and topics.
         "url": None,
+        "port": 1883,
+        # Server secret, password file and ACL (0600); empty: `mqtt` beside control.db_path.
+        "auth_dir": None,
     },
     "control": {
         # The parents' API and its schedule store (SQLite, authoritative for schedules).
@@ -107,6 +111,10 @@ DEFAULTS = {
         "api_token": None,
         # Longest wait between two reconnect attempts to the MQTT broker.
         "reconnect_max_s": 5.0,
+        # Per device: requests waiting for the device's ack, and more queued
+        # behind them; past both the API answers 429 (0 = no pacing).
+        "max_in_flight": 8,
+        "max_queued": 32,
     },
 }
 

@@ -9,7 +9,6 @@ MQTT broker, the WebSocket endpoint and the HTTP endpoint.
 import logging
 import os
 
-from .control.broker import Broker
 from .mcp.tools import Tool, ToolOutcome
 from .services import Services
 from .transport.http_server import HttpServer
@@ -26,7 +25,10 @@ class XiaozhiServer:
     def __init__(self, config, services=None, with_broker=True, with_mcp=True):
         self.config = config
         self.services = services or Services(config)
-        self.broker = Broker(config["mqtt"].get("url")) if with_broker else None
+        self.broker = None
+        if with_broker:
+            from .control import wiring
+            self.broker = wiring.broker(config)
         self.ws = WsServer(self.services)
         self.http = HttpServer(self.services, self._ws_url_for)
         self.with_mcp = with_mcp
@@ -34,8 +36,10 @@ class XiaozhiServer:
         # The parents' control plane speaks through the broker, so it comes with it.
         self.control = None
         if self.broker is not None:
-            from .control import wiring
             self.control = wiring.create(config, self.services.registry, self.broker, self.http.app)
+            # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
+            self.http.devices = self.control.devices
+            self.ws.device_token_ok = self.control.devices.token_valid
 
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)

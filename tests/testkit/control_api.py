@@ -1,13 +1,22 @@
-"""For the control-plane tests: a server config pointing at a test
-broker, the parents' API over real HTTP, and waiting for a condition."""
+"""For the control-plane tests: a server config with its own authenticated
+broker (or a given one), the parents' API over real HTTP, and waiting for a
+condition."""
 import asyncio
 
+from testkit.mosquitto import free_port
 from testkit.server import server_config
 
 
-def control_config(broker, db_path, **control):
-    return server_config(mqtt={"url": broker.url},
-                         control=dict({"db_path": str(db_path), "reconnect_max_s": 0.5}, **control))
+def control_config(db_path, broker_url=None, mqtt_port=None, **sections):
+    """The server starts its own mosquitto (anonymous clients refused, device
+    credentials and ACL from the server) on a free loopback port, keeping its
+    secret beside db_path; with broker_url it uses that broker instead.
+    Other keyword arguments are `control` settings, or whole sections (dicts)."""
+    control = {k: v for k, v in sections.items() if not isinstance(v, dict)}
+    others = {k: v for k, v in sections.items() if isinstance(v, dict)}
+    mqtt = {"url": broker_url} if broker_url else {"port": mqtt_port or free_port()}
+    return server_config(mqtt=mqtt, control=dict({"db_path": str(db_path), "reconnect_max_s": 0.5}, **control),
+                         **others)
 
 
 class Api:

@@ -2,9 +2,10 @@
 subscribes to snlp/v1/{id}/cmd/#, checks every request with the generated
 validator, and acks it on rpt/ack with the generated builder.
 
-    async with MqttDevice(broker_port, "dev1") as dev:
+    async with await MqttDevice.provisioned(server, "dev1") as dev:   # its own credentials
         req = await dev.next_request()        # (topic, request dict)
         dev.answer = lambda req: None         # stop acking (an offline device)
+    MqttDevice(broker_port, "dev1")           # anonymous, for a broker that allows it
 """
 import asyncio
 
@@ -18,18 +19,38 @@ def accept(request):
                           action=request["action"], device_id=request["header"]["device_id"])
 
 
+async def credentials(server, device_id):
+    """(username, password) the running server gives this device (it is provisioned)."""
+    creds = await server.control.devices.provision(device_id)
+    return creds["mqtt"]["username"], creds["mqtt"]["password"]
+
+
+def server_login(server):
+    """(username, password) of the server's own MQTT user: what the parents' side may publish."""
+    return server.broker.username, server.broker.password
+
+
 class MqttDevice:
-    def __init__(self, port, device_id, answer=accept):
+    def __init__(self, port, device_id, answer=accept, username=None, password=None):
         self.port = port
         self.device_id = device_id
+        self.username, self.password = username, password
         self.answer = answer          # request -> ack dict, or None for no ack
         self.requests = asyncio.Queue()
         self.invalid = []             # (topic, reason) of anything that failed the schema
         self._client = None
         self._task = None
 
+    @classmethod
+    async def provisioned(cls, server, device_id, login_as=None, **kw):
+        """A device on the server's broker with its credentials (or with the
+        credentials of device `login_as`: a device posing as another)."""
+        user, password = await credentials(server, login_as or device_id)
+        return cls(server.broker.port, device_id, username=user, password=password, **kw)
+
     async def __aenter__(self):
-        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier="dev-" + self.device_id)
+        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier="dev-" + self.device_id,
+                                      username=self.username, password=self.password)
         await self._client.__aenter__()
         await self._client.subscribe(proto.topic(proto.TOPIC_CMD_CTL, self.device_id).rsplit("/", 1)[0] + "/#", qos=1)
         self._task = asyncio.create_task(self._read())

@@ -3,8 +3,12 @@
     add_routes(app, plane, tokens=[...], token_required=True)
 
 Every answer is JSON; an error is {"error": {"code", "message"}} with the
-HTTP status of its ControlError (400 names the field, 404, 409, 503 when
-the broker is away, 401 without a valid token). docs/api.md and
+HTTP status of its ControlError (400 names the field, 404, 409, 412 when
+If-Match names an old revision, 429 when the device has too many requests
+waiting for acks, 503 when the broker is away, 401 without a valid token).
+A schedule's answer carries its revision as the ETag. Text that is not
+Unicode (a lone surrogate) is refused with 400 at the edge, and anything
+read back is sent as valid JSON whatever was stored. docs/api.md and
 docs/openapi.yaml describe the routes; a test checks they list every one.
 """
 import hmac
@@ -13,7 +17,8 @@ import logging
 
 from aiohttp import web
 
-from .errors import BadRequest, ControlError, Unauthorized
+from . import checks
+from .errors import BadRequest, ControlError, DeviceBusy, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -30,18 +35,51 @@ def routes():
         ("POST", PREFIX + "/schedules", "add_schedule"),
         ("GET", PREFIX + "/schedules", "list_schedules"),
         ("GET", PREFIX + "/schedules/{alarm_id}", "get_schedule"),
+        ("PUT", PREFIX + "/schedules/{alarm_id}", "update_schedule"),
         ("DELETE", PREFIX + "/schedules/{alarm_id}", "delete_schedule"),
+        ("POST", PREFIX + "/credentials", "provision"),
+        ("POST", "/api/activations/{code}", "approve"),
     )
 
 
 def error_response(e):
     body = {"error": {"code": e.code, "message": e.message}}
     body.update(e.extra)
-    return web.json_response(body, status=e.status, dumps=_dumps)
+    headers = {"Retry-After": "%d" % max(1, round(e.retry_after_s))} if isinstance(e, DeviceBusy) else None
+    return web.json_response(body, status=e.status, dumps=_dumps, headers=headers)
 
 
 def _dumps(obj):
-    return json.dumps(obj, ensure_ascii=False)
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Stored before the edge refused such text (or reported by a device):
+        # \u escapes keep the answer valid JSON instead of a 500.
+        return json.dumps(obj)
+    return text
+
+
+def _schedule_response(s, status=200):
+    return web.json_response(s, status=status, dumps=_dumps, headers={"ETag": '"%d"' % s["revision"]})
+
+
+def if_match(request):
+    """None (no If-Match), "*", or the revisions an If-Match header names
+    (unreadable entries match nothing, so they give 412)."""
+    raw = request.headers.get("If-Match")
+    if raw is None:
+        return None
+    if raw.strip() == "*":
+        return "*"
+    out = []
+    for tag in raw.split(","):
+        tag = tag.strip()
+        if tag.startswith("W/"):
+            continue  # a weak tag never matches for a write (RFC 9110 13.1.1)
+        if len(tag) >= 2 and tag[0] == tag[-1] == '"' and tag[1:-1].isdigit():
+            out.append(int(tag[1:-1]))
+    return out
 
 
 class ControlApi:
@@ -80,7 +118,11 @@ class ControlApi:
             raise BadRequest("the body must be JSON (%s)" % e)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
-        return body
+        return checks.text(body, "body")
+
+    @staticmethod
+    def _path(request, name):
+        return checks.text(request.match_info[name], name)
 
     @staticmethod
     def _wait(request):
@@ -103,39 +145,62 @@ class ControlApi:
             if k not in TASK_FIELDS:
                 raise BadRequest("%s: unknown field (expected %s)" % (k, ", ".join(TASK_FIELDS)))
         wait = self._wait(request)
-        sent = await self.plane.start_task(request.match_info["device_id"], body.get("app_id"),
+        sent = await self.plane.start_task(self._path(request, "device_id"), body.get("app_id"),
                                            body.get("task_id"), body.get("params"))
         sent["ack"] = await self.plane.wait_ack(sent["req_id"], wait) if wait else None
         return web.json_response(sent, status=200 if sent["ack"] else 202, dumps=_dumps)
 
-    async def add_schedule(self, request):
-        body = await self._body(request)
-        wait = self._wait(request)
-        s = await self.plane.add_schedule(request.match_info["device_id"], body)
+    async def _after(self, s, wait):
         if wait:
             await self.plane.wait_ack(s["last_req_id"], wait)
             s = await self.plane.get_schedule(s["device_id"], s["alarm_id"])
-        return web.json_response(s, status=201, dumps=_dumps)
+        return s
+
+    async def add_schedule(self, request):
+        body = await self._body(request)
+        wait = self._wait(request)
+        s = await self.plane.add_schedule(self._path(request, "device_id"), body)
+        return _schedule_response(await self._after(s, wait), 201)
 
     async def list_schedules(self, request):
-        device_id = request.match_info["device_id"]
+        device_id = self._path(request, "device_id")
         return web.json_response({"device_id": device_id,
                                   "schedules": await self.plane.list_schedules(device_id)}, dumps=_dumps)
 
     async def get_schedule(self, request):
-        s = await self.plane.get_schedule(request.match_info["device_id"], request.match_info["alarm_id"])
-        return web.json_response(s, dumps=_dumps)
+        s = await self.plane.get_schedule(self._path(request, "device_id"), self._path(request, "alarm_id"))
+        return _schedule_response(s)
+
+    async def update_schedule(self, request):
+        body = await self._body(request)
+        wait = self._wait(request)
+        s = await self.plane.update_schedule(self._path(request, "device_id"), self._path(request, "alarm_id"),
+                                             body, if_match(request))
+        return _schedule_response(await self._after(s, wait))
 
     async def delete_schedule(self, request):
         wait = self._wait(request)
-        s = await self.plane.delete_schedule(request.match_info["device_id"], request.match_info["alarm_id"])
-        if wait:
-            await self.plane.wait_ack(s["last_req_id"], wait)
-            s = await self.plane.get_schedule(s["device_id"], s["alarm_id"])
-        return web.json_response(s, dumps=_dumps)
+        s = await self.plane.delete_schedule(self._path(request, "device_id"), self._path(request, "alarm_id"),
+                                             if_match(request))
+        return _schedule_response(await self._after(s, wait))
 
     async def device(self, request):
-        return web.json_response(await self.plane.device(request.match_info["device_id"]), dumps=_dumps)
+        return web.json_response(await self.plane.device(self._path(request, "device_id")), dumps=_dumps)
+
+    async def provision(self, request):
+        device_id = checks.device_id(self._path(request, "device_id"))
+        if self.plane.devices is None:
+            raise NotFound("this server keeps no device credentials")
+        return web.json_response(await self.plane.devices.provision(device_id), dumps=_dumps)
+
+    async def approve(self, request):
+        code = self._path(request, "code")
+        if self.plane.devices is None or not code.isdigit():
+            raise NotFound("no activation code %s" % code)
+        device_id = await self.plane.devices.approve(code)
+        if device_id is None:
+            raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
+        return web.json_response({"code": code, "device_id": device_id, "activated": True}, dumps=_dumps)
 
 
 def add_routes(app, plane, tokens=(), token_required=False):

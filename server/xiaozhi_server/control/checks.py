@@ -9,13 +9,50 @@ MAX_DEVICE_ID = 64
 
 def device_id(value):
     """The device id of a path, or BadRequest: it is spliced into MQTT topics,
-    so wildcards and separators would address other devices."""
+    so wildcards and separators would address other devices, and into the
+    broker's ACL, which trims the ends of a line."""
     if not value or len(value) > MAX_DEVICE_ID:
         raise BadRequest("device_id must be 1-%d characters" % MAX_DEVICE_ID)
     for c in value:
-        if c in "+#/" or c < " ":
+        if c in "+#/" or c < " " or c == "\x7f":
             raise BadRequest("device_id must not contain '+', '#', '/' or control characters")
+    if value != value.strip():
+        raise BadRequest("device_id must not begin or end with a space")
+    return text(value, "device_id")
+
+
+def text(value, where):
+    """value, or BadRequest naming the first string inside it that is not
+    Unicode text (a lone surrogate such as \\ud800, which JSON's \\u escapes
+    can carry but UTF-8 cannot store or send)."""
+    bad = _not_text(value, where)
+    if bad:
+        raise BadRequest("%s: holds a lone surrogate (\\u%04x), which is not text; send the real character"
+                         % bad)
     return value
+
+
+def _not_text(v, where):
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return where, ord(v[e.start])
+        return None
+    if isinstance(v, dict):
+        items = v.items()
+    elif isinstance(v, list):
+        items = enumerate(v)
+    else:
+        return None
+    for k, x in items:
+        name = "%s.%s" % (where, k) if isinstance(k, str) else "%s[%d]" % (where, k)
+        if isinstance(k, str) and _not_text(k, where):
+            return _not_text(k, where)
+        bad = _not_text(x, name)
+        if bad:
+            return bad
+    return None
 
 
 def task(registry, app_id, task_id, params, where=""):

@@ -7,6 +7,9 @@ API of a running server (so the server stays the one writer of the store):
     xiaozhi-server schedule list DEVICE_ID
     xiaozhi-server schedule delete DEVICE_ID ALARM_ID
     xiaozhi-server device show DEVICE_ID
+    xiaozhi-server device provision DEVICE_ID [--write-config FIRMWARE_CONFIG_JSON]
+    xiaozhi-server device approve CODE
+    (`devices` works as well as `device`)
 
 Exit status: 0 done, 1 the server refused or is not running, 2 bad arguments.
 """
@@ -19,7 +22,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-COMMANDS = ("task", "schedule", "device")
+COMMANDS = ("task", "schedule", "device", "devices")
 DEFAULT_SERVER = "http://127.0.0.1:8003"
 
 
@@ -66,9 +69,18 @@ def add_parsers(sub):
             p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the device's ack")
         common(p)
 
-    d = sub.add_parser("device", help="what the server knows of a device").add_subparsers(dest="action", required=True)
+    d = sub.add_parser("device", aliases=["devices"], help="what the server knows of a device, its credentials"
+                       ).add_subparsers(dest="action", required=True)
     p = d.add_parser("show", help="last state report, recent requests and acks, schedules")
     p.add_argument("device_id")
+    common(p)
+    p = d.add_parser("provision", help="give a device its MQTT credentials and WebSocket token")
+    p.add_argument("device_id")
+    p.add_argument("--write-config", metavar="CONFIG_JSON",
+                   help="also write them into this firmware config.json (e.g. var/sim/config.json)")
+    common(p)
+    p = d.add_parser("approve", help="approve the activation code a device shows (binds it, hands it its credentials)")
+    p.add_argument("code")
     common(p)
 
 
@@ -237,17 +249,63 @@ def _device_show(args):
     return 0
 
 
+def _device_provision(args):
+    c = _ok(*call(args, "POST", _dev(args.device_id) + "/credentials"))
+    m = c["mqtt"]
+    print("device %s" % c["device_id"])
+    print("  mqtt url : %s" % m["url"])
+    print("  mqtt user: %s" % m["username"])
+    print("  password : %s" % m["password"])
+    print("  ws token : %s" % c["token"])
+    if not c.get("broker_enforces"):
+        print("  note     : this server did not start its broker: give that broker the password file and ACL "
+              "it writes (docs/security.md)")
+    if args.write_config:
+        _write_firmware_config(args.write_config, c)
+        print("written into %s (mqtt.user, mqtt.password, token)" % args.write_config)
+    return 0
+
+
+def _write_firmware_config(path, c):
+    """Merge the credentials into a firmware config.json, keeping its other keys."""
+    cfg = {}
+    if os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                cfg = json.load(f)
+        except ValueError as e:
+            raise CliError("%s is not JSON (%s): not changed" % (path, e))
+        if not isinstance(cfg, dict):
+            raise CliError("%s does not hold a JSON object: not changed" % path)
+    mqtt = cfg.get("mqtt") if isinstance(cfg.get("mqtt"), dict) else {}
+    mqtt.update(user=c["mqtt"]["username"], password=c["mqtt"]["password"])
+    mqtt.setdefault("url", c["mqtt"]["url"])
+    cfg.update(mqtt=mqtt, token=c["token"])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def _device_approve(args):
+    a = _ok(*call(args, "POST", "/api/activations/" + urllib.parse.quote(args.code, safe="")))
+    print("activated device %s (code %s): it gets its credentials at its next OTA check" % (a["device_id"], a["code"]))
+    return 0
+
+
 def _ago(t):
     return "%d s" % max(0, time.time() - t)
 
 
 _RUN = {("task", "start"): _task_start, ("schedule", "add"): _schedule_add, ("schedule", "list"): _schedule_list,
-        ("schedule", "delete"): _schedule_delete, ("device", "show"): _device_show}
+        ("schedule", "delete"): _schedule_delete, ("device", "show"): _device_show,
+        ("device", "provision"): _device_provision, ("device", "approve"): _device_approve}
 
 
 def run(args):
     try:
-        return _RUN[(args.cmd, args.action)](args)
+        return _RUN[("device" if args.cmd == "devices" else args.cmd, args.action)](args)
     except CliError as e:
         print("xiaozhi-server: %s" % e, file=sys.stderr)
         return e.status

@@ -35,6 +35,21 @@ class Conflict(ControlError):
     code = "conflict"
 
 
+class PreconditionFailed(ControlError):
+    status = 412
+    code = "precondition_failed"
+
+
+class DeviceBusy(ControlError):
+    """Too many requests to one device wait for its acks: try again later."""
+    status = 429
+    code = "device_busy"
+
+    def __init__(self, message, retry_after_s=5):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class BrokerUnavailable(ControlError):
     status = 503
     code = "broker_unavailable"

@@ -2,7 +2,9 @@
 
 One long-lived aiomqtt client: it subscribes to every device's reports
 (rpt/ack, rpt/state), hands each report to `on_report(kind, device_id,
-payload)`, and publishes requests with QoS 1. When the broker goes away it
+payload)`, and publishes requests with QoS 1, never retained (a retained
+command would reach the device again at every connect). A retained report
+is dropped: it is what some client left on the broker, not news. When the broker goes away it
 reconnects with a growing back-off; while it is away `publish` fails at
 once with BrokerUnavailable instead of queueing (an immediate command must
 not fire hours later). `on_connect()` runs after every (re)connect so the
@@ -72,7 +74,8 @@ class MqttLink:
         if client is None or not self.connected.is_set():
             raise BrokerUnavailable("the MQTT broker at %s:%d is not reachable" % (self.host, self.port))
         try:
-            await client.publish(topic, proto.encode(message).encode(), qos=1, timeout=PUBLISH_TIMEOUT_S)
+            await client.publish(topic, proto.encode(message).encode(), qos=1, retain=False,
+                                 timeout=PUBLISH_TIMEOUT_S)
         except aiomqtt.MqttError as e:
             raise BrokerUnavailable("publishing to the MQTT broker at %s:%d failed: %s" % (self.host, self.port, e))
 
@@ -107,6 +110,9 @@ class MqttLink:
     def _dispatch(self, message):
         where = report_of(message.topic.value)
         if where is None or self.on_report is None:
+            return
+        if message.retain:
+            log.warning("ignored a retained %s report for %s", where[0], where[1])
             return
         self._spawn(self.on_report(where[0], where[1], message.payload))
 

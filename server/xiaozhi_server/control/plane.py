@@ -1,16 +1,19 @@
 """The control plane: what the parents' API asks for, turned into MQTT
 requests to a device, with the store keeping schedules and acks.
 
-    plane = ControlPlane(registry, store, link_factory)
+    plane = ControlPlane(registry, store, link_factory, devices=None, pacer=Pacer())
     await plane.start()
     req = await plane.start_task("dev1", "english_learning", "repeater", {"name": "a.mp3"})
     ack = await plane.wait_ack(req["req_id"], 5)
 
 Requests are checked (registry, params schema, envelope schema) before
-anything is published. An ack is matched to its request by req_id; a
-malformed ack or one for a request we never sent is logged and dropped.
-Schedules whose SET_ALARM/UNSET_ALARM has no ack are sent again when the
-broker comes back and when the device reports its state.
+anything is published, and paced per device (pacer.py: a bounded number
+waiting for acks, DeviceBusy beyond). An ack is matched to its request by
+req_id; a malformed ack or one for a request we never sent is logged and
+dropped. Schedules whose SET_ALARM/UNSET_ALARM has no ack are sent again
+when the broker comes back and when the device reports its state: only that
+device's, at most one round per RESEND_INTERVAL_S, so a stream of reports
+cannot turn into a stream of requests.
 """
 import asyncio
 import logging
@@ -20,7 +23,8 @@ import uuid
 from .. import protocol as proto
 from . import checks
 from . import store as st
-from .errors import BadRequest, BrokerUnavailable, Conflict, NotFound
+from .errors import BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed
+from .pacer import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +33,12 @@ RECENT_ACKS = 10
 # Acks are awaited for the most recent requests only; older ones are still
 # recorded in the store when their ack comes.
 MAX_WAITERS = 1000
-# A state report re-sends a schedule request only once it has had this long to be acked.
+# A state report re-sends a schedule request only once it has had this long to be acked...
 RESEND_AFTER_S = 2.0
+# ...and starts at most one re-send round per device in this long.
+RESEND_INTERVAL_S = 30.0
+# Live schedules per device: the board keeps at most 8 alarms (firmware/app/alarms.py MAX_ALARMS).
+MAX_SCHEDULES = 8
 
 
 def new_req_id():
@@ -46,16 +54,21 @@ def _now_ms():
 
 
 class ControlPlane:
-    def __init__(self, registry, store, make_link):
+    def __init__(self, registry, store, make_link, devices=None, pacer=None):
         """make_link(on_report, on_connect) -> an MqttLink-like object."""
         self.registry = registry
         self.store = store
+        self.devices = devices
+        self.pacer = pacer or Pacer()
         self.link = make_link(self._on_report, self._on_connect)
         self._waiters = {}        # req_id -> Future of the ack
         self._resending = asyncio.Lock()
+        self._last_round = {}     # device_id -> monotonic time of its last report-driven round
 
     async def start(self):
         await self.store.open()
+        if self.devices is not None:
+            await self.devices.start()
         await self.link.start()
         return self
 
@@ -71,27 +84,38 @@ class ControlPlane:
 
     # ---- requests ----
 
-    async def _send(self, device_id, topic_template, action, payload, on_recorded=None):
-        """Build, check, record and publish one request; its req_id.
-        The request (and, through on_recorded(req_id), whatever points at it)
-        is stored before publishing, so a fast ack always finds it."""
+    async def _send(self, device_id, topic_template, action, payload, claim=None, have_slot=False, wait=True):
+        """Build, check, record and publish one request; its req_id, or None when
+        claim(req_id) said the request is superseded. The request (and, through
+        claim, whatever points at it) is stored before publishing, so a fast ack
+        always finds it. A pacing slot is taken first (DeviceBusy) unless the
+        caller holds one; it is held until the ack, or given back on failure."""
         req_id = new_req_id()
         msg = proto.mqtt_request({"device_id": device_id, "req_id": req_id, "timestamp": _now_ms()},
                                  action, payload)
         err = proto.validate("mqtt.envelope", msg, "request")
         if err:
+            if have_slot:
+                self.pacer.release(device_id)
             raise BadRequest(err)
-        await self.store.add_request(req_id, device_id, action, payload)
-        if on_recorded is not None:
-            await on_recorded(req_id)
-        self._waiters[req_id] = asyncio.get_running_loop().create_future()
-        while len(self._waiters) > MAX_WAITERS:
-            self._waiters.pop(next(iter(self._waiters))).cancel()
+        if not have_slot:
+            await self.pacer.acquire(device_id, wait)
         try:
+            if claim is not None and not await claim(req_id):
+                self.pacer.release(device_id)
+                return None
+            await self.store.add_request(req_id, device_id, action, payload)
+            self._waiters[req_id] = asyncio.get_running_loop().create_future()
+            while len(self._waiters) > MAX_WAITERS:
+                self._waiters.pop(next(iter(self._waiters))).cancel()
             await self.link.publish(proto.topic(topic_template, device_id), msg)
-        except BrokerUnavailable:
-            self._waiters.pop(req_id).cancel()
+        except BaseException:
+            self.pacer.release(device_id)
+            w = self._waiters.pop(req_id, None)
+            if w is not None:
+                w.cancel()
             raise
+        self.pacer.hold(device_id, req_id)
         await self.store.mark_sent(req_id)
         return req_id
 
@@ -118,14 +142,15 @@ class ControlPlane:
 
     # ---- schedules ----
 
-    async def add_schedule(self, device_id, body):
-        """Store a schedule (a SET_ALARM payload, alarm_id optional) and send it.
-        On BrokerUnavailable the schedule is kept (pending_ack) and the error
-        carries it: it goes out when the broker is back."""
+    def _schedule_of(self, device_id, body, alarm_id=None):
+        """The stored shape of a SET_ALARM payload, checked; BadRequest naming the field."""
         checks.device_id(device_id)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object (a SET_ALARM payload)")
         payload = dict(body)
+        if alarm_id is not None:
+            if payload.setdefault("alarm_id", alarm_id) != alarm_id:
+                raise BadRequest("schedule.alarm_id: %r is not the %r of the path" % (payload["alarm_id"], alarm_id))
         payload.setdefault("alarm_id", new_alarm_id())
         err = proto.validate("mqtt.set_alarm", payload, "schedule")
         if err:
@@ -134,26 +159,92 @@ class ControlPlane:
         checks.task(self.registry, pt["app_id"], pt["task_id"], pt.get("params"), "pending_task.")
         if "at" in payload and payload["at"] <= time.time():
             raise BadRequest("schedule.at is in the past (%d)" % payload["at"])
-        old = await self.store.get_schedule(device_id, payload["alarm_id"])
-        if old is not None and old["state"] != st.DELETED:
-            raise Conflict("schedule %s already exists on %s; delete it first" % (payload["alarm_id"], device_id))
         now = time.time()
         sched = {"device_id": device_id, "alarm_id": payload["alarm_id"], "pending_task": pt,
                  "created_at": now, "updated_at": now, "state": st.PENDING_ACK, "last_req_id": None}
         for k in ("at", "time", "days"):
             if k in payload:
                 sched[k] = payload[k]
-        await self.store.save_schedule(sched)
-        try:
-            await self._send_schedule(sched)
-        except BrokerUnavailable as e:
-            e.message += "; the schedule is stored and will be sent when the broker is back"
-            e.extra["schedule"] = await self.store.get_schedule(device_id, sched["alarm_id"])
-            raise
-        return await self.store.get_schedule(device_id, sched["alarm_id"])
+        return sched
 
-    async def _send_schedule(self, sched):
-        """SET_ALARM for a live schedule, UNSET_ALARM for a deleted one."""
+    async def _write_and_send(self, device_id, alarm_id, write, gone):
+        """Take a pacing slot, make one conditional write (write() -> None when
+        done, else an error to raise), send the schedule as stored. The stored
+        schedule is kept when the broker is away (the error carries it)."""
+        await self.pacer.acquire(device_id)
+        try:
+            err = await write()
+            if err is not None:
+                raise err
+            s = await self.store.get_schedule(device_id, alarm_id)
+        except BaseException:
+            self.pacer.release(device_id)
+            raise
+        try:
+            await self._send_schedule(s, have_slot=True)
+        except BrokerUnavailable as e:
+            e.message += "; %s and %s when the broker is back" % (
+                gone, "UNSET_ALARM will be sent" if s["state"] == st.DELETED else "it will be sent")
+            e.extra["schedule"] = await self.get_schedule(device_id, alarm_id)
+            raise
+        return await self.get_schedule(device_id, alarm_id)
+
+    async def add_schedule(self, device_id, body):
+        """Store a new schedule (a SET_ALARM payload, alarm_id optional) and send it:
+        Conflict when the device has a live one with that alarm_id (decided by one
+        conditional insert, so of concurrent creates exactly one wins)."""
+        sched = self._schedule_of(device_id, body)
+
+        async def write():
+            outcome = await self.store.create_schedule(sched, MAX_SCHEDULES)
+            if outcome == "exists":
+                return Conflict("schedule %s already exists on %s: change it with PUT (If-Match) or delete it first"
+                                % (sched["alarm_id"], device_id))
+            if outcome == "full":
+                return Conflict("device %s already has %d schedules, as many as it can hold: delete one first"
+                                % (device_id, MAX_SCHEDULES))
+        return await self._write_and_send(device_id, sched["alarm_id"], write, "the schedule is stored")
+
+    async def update_schedule(self, device_id, alarm_id, body, if_match=None):
+        """Replace a live schedule's time and task; with if_match (revisions, or
+        "*"), only while the stored revision is one of them (else PreconditionFailed)."""
+        sched = self._schedule_of(device_id, body, alarm_id)
+
+        async def write():
+            for rev in self._revisions(if_match):
+                if await self.store.replace_schedule(sched, rev):
+                    return None
+            return await self._why_not(device_id, alarm_id, if_match)
+        return await self._write_and_send(device_id, alarm_id, write, "the change is stored")
+
+    async def delete_schedule(self, device_id, alarm_id, if_match=None):
+        """Mark it deleted and send UNSET_ALARM (kept for re-sending if the broker is down)."""
+        checks.device_id(device_id)
+        checks.text(alarm_id, "alarm_id")
+
+        async def write():
+            for rev in self._revisions(if_match):
+                if await self.store.mark_deleted(device_id, alarm_id, rev):
+                    return None
+            return await self._why_not(device_id, alarm_id, if_match)
+        return await self._write_and_send(device_id, alarm_id, write, "the schedule is deleted here")
+
+    @staticmethod
+    def _revisions(if_match):
+        return [None] if if_match is None or if_match == "*" else list(if_match)
+
+    async def _why_not(self, device_id, alarm_id, if_match):
+        s = await self.store.get_schedule(device_id, alarm_id)
+        if s is None:
+            return NotFound("no schedule %s on device %s" % (alarm_id, device_id))
+        if s["state"] == st.DELETED:
+            return NotFound("schedule %s on device %s is already deleted" % (alarm_id, device_id))
+        return PreconditionFailed('schedule %s is at revision %d (ETag "%d"), not the one If-Match names: '
+                                  "read it again" % (alarm_id, s["revision"], s["revision"]), {"schedule": s})
+
+    async def _send_schedule(self, sched, have_slot=False, wait=True):
+        """SET_ALARM for a live schedule, UNSET_ALARM for a deleted one; None when
+        the schedule changed since `sched` was read (what changed it sent its own)."""
         if sched["state"] == st.DELETED:
             action, payload = proto.ACTION_UNSET_ALARM, {"alarm_id": sched["alarm_id"]}
         else:
@@ -162,15 +253,18 @@ class ControlPlane:
             for k in ("at", "time", "days"):
                 if k in sched:
                     payload[k] = sched[k]
-        def point_at(req_id):
-            return self.store.set_schedule_state(sched["device_id"], sched["alarm_id"], sched["state"],
-                                                 last_req_id=req_id)
-        req_id = await self._send(sched["device_id"], proto.TOPIC_CMD_CTL, action, payload, point_at)
-        log.info("%s %s to %s (%s)", action, sched["alarm_id"], sched["device_id"], req_id)
+
+        def claim(req_id):
+            return self.store.point_at(sched["device_id"], sched["alarm_id"], req_id, sched["state"],
+                                       sched["revision"])
+        req_id = await self._send(sched["device_id"], proto.TOPIC_CMD_CTL, action, payload, claim, have_slot, wait)
+        if req_id is not None:
+            log.info("%s %s to %s (%s)", action, sched["alarm_id"], sched["device_id"], req_id)
         return req_id
 
     async def get_schedule(self, device_id, alarm_id):
         checks.device_id(device_id)
+        checks.text(alarm_id, "alarm_id")
         s = await self.store.get_schedule(device_id, alarm_id)
         if s is None:
             raise NotFound("no schedule %s on device %s" % (alarm_id, device_id))
@@ -179,21 +273,6 @@ class ControlPlane:
     async def list_schedules(self, device_id):
         checks.device_id(device_id)
         return [await self._with_ack(s) for s in await self.store.list_schedules(device_id)]
-
-    async def delete_schedule(self, device_id, alarm_id):
-        """Mark it deleted and send UNSET_ALARM (kept for re-sending if the broker is down)."""
-        s = await self.get_schedule(device_id, alarm_id)
-        if s["state"] == st.DELETED:
-            raise NotFound("schedule %s on device %s is already deleted" % (alarm_id, device_id))
-        await self.store.set_schedule_state(device_id, alarm_id, st.DELETED)
-        s["state"] = st.DELETED
-        try:
-            await self._send_schedule(s)
-        except BrokerUnavailable as e:
-            e.message += "; the schedule is deleted here and UNSET_ALARM will be sent when the broker is back"
-            e.extra["schedule"] = await self.store.get_schedule(device_id, alarm_id)
-            raise
-        return await self.get_schedule(device_id, alarm_id)
 
     async def _with_ack(self, s):
         req = await self.store.get_request(s["last_req_id"]) if s.get("last_req_id") else None
@@ -228,7 +307,15 @@ class ControlPlane:
             log.warning("ignored state report from %s: %s", device_id, err)
             return
         await self.store.save_state(device_id, msg)
-        # A device that reports is online: whatever it never acked goes again.
+        # A device that reports is online: whatever it never acked goes again,
+        # once per interval however often it reports.
+        now = time.monotonic()
+        last = self._last_round.get(device_id)
+        if last is not None and now - last < RESEND_INTERVAL_S:
+            return
+        if len(self._last_round) > 10000:
+            self._last_round = {d: t for d, t in self._last_round.items() if now - t < RESEND_INTERVAL_S}
+        self._last_round[device_id] = now
         await self.resend_unacked(device_id, RESEND_AFTER_S)
 
     async def _on_ack(self, device_id, ack):
@@ -244,6 +331,7 @@ class ControlPlane:
             log.info("ignored a second ack from %s for %s", device_id, ack["req_id"])
             return
         await self.store.record_ack(ack["req_id"], ack)
+        self.pacer.acked(ack["req_id"])
         log.info("ack from %s for %s %s: %s %s", device_id, req["action"], ack["req_id"], ack["code"], ack["message"])
         if req["action"] == proto.ACTION_SET_ALARM:
             state = st.ACTIVE if ack["ok"] else st.FAILED
@@ -257,18 +345,22 @@ class ControlPlane:
         await self.resend_unacked()
 
     async def resend_unacked(self, device_id=None, min_age_s=0.0):
-        """Send again every schedule request that never got an ack (new req_id each
-        time: the device acks a req_id once, so a repeat of the old one could go unanswered)."""
+        """Send again every schedule request of the device (or of all) that never
+        got an ack (new req_id each time: the device acks a req_id once, so a
+        repeat of the old one could go unanswered). A device with no free pacing
+        slot is skipped: the next round tries again."""
         async with self._resending:
-            for s in await self.store.unsent_schedules():
-                if device_id is not None and s["device_id"] != device_id:
+            busy = set()
+            for s in await self.store.unsent_schedules(device_id):
+                if s["device_id"] in busy:
                     continue
-                last = await self.store.get_request(s["last_req_id"]) if s["last_req_id"] else None
-                if last and last["sent_at"] and time.time() - last["sent_at"] < min_age_s:
+                if s["last_sent_at"] and time.time() - s["last_sent_at"] < min_age_s:
                     continue
                 try:
-                    await self._send_schedule(s)
+                    await self._send_schedule(s, wait=False)
                 except BrokerUnavailable:
                     return  # gone again; the next connect tries again
+                except DeviceBusy:
+                    busy.add(s["device_id"])
                 except Exception:
                     log.exception("could not re-send schedule %s to %s", s["alarm_id"], s["device_id"])

@@ -1,10 +1,17 @@
 """The control plane's records in SQLite: schedules (authoritative — the
 device's alarm is a copy), the requests sent to devices with their acks,
-and the last state report of each device.
+the last state report of each device, and (store_devices.py) the devices
+given credentials and the activation codes waiting for a parent.
 
 Every call runs on one worker thread that owns the connection, so the
 event loop never waits on the disk and SQLite never sees two threads.
 WAL mode lets a reader (the CLI, a backup) look while the server writes.
+
+Writes that race are decided here, in one statement each: creating a
+schedule that exists, or changing one whose revision moved on, changes
+nothing and says so (the API answers 409 / 412). Requests are pruned:
+at most KEEP_REQUESTS per device, none older than KEEP_DAYS, except the
+ones a schedule still points at.
 
 Schedule states:
   pending_ack  stored, SET_ALARM sent (or to be sent), no ack yet
@@ -19,10 +26,17 @@ import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from .store_devices import DeviceRecords
+
 PENDING_ACK = "pending_ack"
 ACTIVE = "active"
 FAILED = "failed"
 DELETED = "deleted"
+
+KEEP_REQUESTS = 200     # per device; enough for the API's last 10 and a few days of history
+KEEP_DAYS = 30
+KEEP_DELETED = 20       # deleted schedules kept per device (with their UNSET_ALARM acks)
+_PRUNE_EVERY = 64       # inserts between two age-based passes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -36,6 +50,7 @@ CREATE TABLE IF NOT EXISTS schedules (
     updated_at REAL NOT NULL,
     state TEXT NOT NULL,
     last_req_id TEXT,
+    revision INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (device_id, alarm_id)
 );
 CREATE TABLE IF NOT EXISTS requests (
@@ -45,7 +60,8 @@ CREATE TABLE IF NOT EXISTS requests (
     payload TEXT NOT NULL,
     sent_at REAL,
     ack TEXT,
-    acked_at REAL
+    acked_at REAL,
+    created_at REAL
 );
 CREATE INDEX IF NOT EXISTS requests_by_device ON requests (device_id, sent_at);
 CREATE TABLE IF NOT EXISTS device_states (
@@ -54,6 +70,10 @@ CREATE TABLE IF NOT EXISTS device_states (
     received_at REAL NOT NULL
 );
 """
+# Columns added after the first release: (table, column, declaration).
+_ADDED = (("schedules", "revision", "INTEGER NOT NULL DEFAULT 1"), ("requests", "created_at", "REAL"))
+_COLUMNS = ("device_id", "alarm_id", "at", "time", "days", "pending_task", "created_at", "updated_at",
+            "state", "last_req_id", "revision")
 
 
 def _schedule(row):
@@ -65,8 +85,16 @@ def _schedule(row):
     if row["days"] is not None:
         d["days"] = json.loads(row["days"])
     d.update(pending_task=json.loads(row["pending_task"]), created_at=row["created_at"],
-             updated_at=row["updated_at"], state=row["state"], last_req_id=row["last_req_id"])
+             updated_at=row["updated_at"], state=row["state"], last_req_id=row["last_req_id"],
+             revision=row["revision"])
     return d
+
+
+def _row(s):
+    return (s["device_id"], s["alarm_id"], s.get("at"), s.get("time"),
+            json.dumps(s["days"]) if s.get("days") is not None else None,
+            json.dumps(s["pending_task"]), s["created_at"], s["updated_at"], s["state"], s.get("last_req_id"),
+            s.get("revision", 1))
 
 
 def _request(row):
@@ -75,11 +103,12 @@ def _request(row):
             "ack": json.loads(row["ack"]) if row["ack"] else None, "acked_at": row["acked_at"]}
 
 
-class Store:
+class Store(DeviceRecords):
     def __init__(self, path):
         self.path = path
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-db")
         self._db = None
+        self._inserts = 0
 
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -98,6 +127,10 @@ class Store:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(_SCHEMA)
+        for table, column, decl in _ADDED:
+            if column not in [r["name"] for r in db.execute("PRAGMA table_info(%s)" % table)]:
+                db.execute("ALTER TABLE %s ADD COLUMN %s %s" % (table, column, decl))
+        db.executescript(self.DEVICE_SCHEMA)
         self._db = db
 
     async def close(self):
@@ -108,16 +141,60 @@ class Store:
 
     # ---- schedules ----
 
-    async def save_schedule(self, s):
-        """Insert or replace one schedule (the dict shape _schedule gives)."""
-        await self._run(self._save_schedule, s)
+    async def create_schedule(self, s, max_live=None):
+        """Insert a schedule unless a live one has its alarm_id (a deleted one is
+        replaced, its revision going on) or the device has max_live live ones:
+        "ok", "exists" or "full". One worker thread runs every call, so the
+        count and the insert are one step for every other caller."""
+        return await self._run(self._create_schedule, s, max_live)
 
-    def _save_schedule(self, s):
-        self._db.execute(
-            "INSERT OR REPLACE INTO schedules VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (s["device_id"], s["alarm_id"], s.get("at"), s.get("time"),
-             json.dumps(s["days"]) if s.get("days") is not None else None,
-             json.dumps(s["pending_task"]), s["created_at"], s["updated_at"], s["state"], s.get("last_req_id")))
+    def _create_schedule(self, s, max_live):
+        if max_live is not None and self._count_live(s["device_id"]) >= max_live:
+            live = self._db.execute("SELECT 1 FROM schedules WHERE device_id=? AND alarm_id=? AND state != 'deleted'",
+                                    (s["device_id"], s["alarm_id"])).fetchone()
+            return "exists" if live else "full"
+        cur = self._db.execute(
+            "INSERT INTO schedules (%s) VALUES (%s) ON CONFLICT (device_id, alarm_id) DO UPDATE SET "
+            "at=excluded.at, time=excluded.time, days=excluded.days, pending_task=excluded.pending_task, "
+            "created_at=excluded.created_at, updated_at=excluded.updated_at, state=excluded.state, "
+            "last_req_id=NULL, revision=schedules.revision + 1 WHERE schedules.state = 'deleted'"
+            % (", ".join(_COLUMNS), ", ".join("?" * len(_COLUMNS))), _row(s))
+        return "ok" if cur.rowcount > 0 else "exists"
+
+    async def replace_schedule(self, s, if_revision=None):
+        """Change a live schedule's time and task (state back to pending_ack).
+        With if_revision, only while the stored revision is that one. True when changed."""
+        return await self._run(self._replace_schedule, s, if_revision)
+
+    def _replace_schedule(self, s, if_revision):
+        sql = ("UPDATE schedules SET at=?, time=?, days=?, pending_task=?, updated_at=?, state=?, "
+               "revision=revision + 1 WHERE device_id=? AND alarm_id=? AND state != 'deleted'")
+        r = _row(s)
+        args = [r[2], r[3], r[4], r[5], time.time(), PENDING_ACK, s["device_id"], s["alarm_id"]]
+        if if_revision is not None:
+            sql += " AND revision=?"
+            args.append(if_revision)
+        return self._db.execute(sql, args).rowcount > 0
+
+    async def mark_deleted(self, device_id, alarm_id, if_revision=None):
+        """live -> deleted, once: True for the caller that made the change."""
+        return await self._run(self._mark_deleted, device_id, alarm_id, if_revision)
+
+    def _mark_deleted(self, device_id, alarm_id, if_revision):
+        sql = ("UPDATE schedules SET state='deleted', updated_at=?, revision=revision + 1 "
+               "WHERE device_id=? AND alarm_id=? AND state != 'deleted'")
+        args = [time.time(), device_id, alarm_id]
+        if if_revision is not None:
+            sql += " AND revision=?"
+            args.append(if_revision)
+        return self._db.execute(sql, args).rowcount > 0
+
+    async def count_live(self, device_id):
+        return await self._run(self._count_live, device_id)
+
+    def _count_live(self, device_id):
+        return self._db.execute("SELECT COUNT(*) FROM schedules WHERE device_id=? AND state != 'deleted'",
+                                (device_id,)).fetchone()[0]
 
     async def get_schedule(self, device_id, alarm_id):
         return await self._run(self._get_schedule, device_id, alarm_id)
@@ -155,17 +232,36 @@ class Store:
             args.append(only_if_req)
         return self._db.execute(sql, args).rowcount > 0
 
-    async def unsent_schedules(self):
-        """Schedules whose latest SET_ALARM / UNSET_ALARM has no ack (or was never
-        sent): what to send again when the broker or the device is back."""
-        return await self._run(self._unsent)
+    async def point_at(self, device_id, alarm_id, req_id, state, revision):
+        """Make req_id the schedule's latest request, only while the schedule is
+        still in `state` at `revision`: a re-send of an old version, or of a
+        schedule deleted meanwhile, must not overwrite what came after it."""
+        return await self._run(self._point_at, device_id, alarm_id, req_id, state, revision)
 
-    def _unsent(self):
-        rows = self._db.execute(
-            "SELECT s.* FROM schedules s LEFT JOIN requests r ON r.req_id = s.last_req_id "
-            "WHERE s.state IN ('pending_ack', 'deleted') AND (s.last_req_id IS NULL OR r.ack IS NULL) "
-            "ORDER BY s.device_id, s.created_at")
-        return [_schedule(r) for r in rows]
+    def _point_at(self, device_id, alarm_id, req_id, state, revision):
+        return self._db.execute(
+            "UPDATE schedules SET last_req_id=?, updated_at=? WHERE device_id=? AND alarm_id=? "
+            "AND state=? AND revision=?", (req_id, time.time(), device_id, alarm_id, state, revision)).rowcount > 0
+
+    async def unsent_schedules(self, device_id=None):
+        """Schedules whose latest SET_ALARM / UNSET_ALARM has no ack (or was never
+        sent), of one device or all: what to send again when it is back."""
+        return await self._run(self._unsent, device_id)
+
+    def _unsent(self, device_id):
+        sql = ("SELECT s.*, r.sent_at AS last_sent_at FROM schedules s LEFT JOIN requests r "
+               "ON r.req_id = s.last_req_id WHERE s.state IN ('pending_ack', 'deleted') "
+               "AND (s.last_req_id IS NULL OR r.ack IS NULL)")
+        args = ()
+        if device_id is not None:
+            sql += " AND s.device_id=?"
+            args = (device_id,)
+        out = []
+        for r in self._db.execute(sql + " ORDER BY s.device_id, s.created_at", args):
+            d = _schedule(r)
+            d["last_sent_at"] = r["last_sent_at"]
+            out.append(d)
+        return out
 
     # ---- requests and acks ----
 
@@ -173,8 +269,43 @@ class Store:
         await self._run(self._add_request, req_id, device_id, action, payload)
 
     def _add_request(self, req_id, device_id, action, payload):
-        self._db.execute("INSERT INTO requests (req_id, device_id, action, payload) VALUES (?,?,?,?)",
-                         (req_id, device_id, action, json.dumps(payload)))
+        self._db.execute("INSERT INTO requests (req_id, device_id, action, payload, created_at) VALUES (?,?,?,?,?)",
+                         (req_id, device_id, action, json.dumps(payload), time.time()))
+        self._inserts += 1
+        n = self._db.execute("SELECT COUNT(*) FROM requests WHERE device_id=?", (device_id,)).fetchone()[0]
+        if n > KEEP_REQUESTS + KEEP_REQUESTS // 4:
+            self._prune_device(device_id)
+        if self._inserts % _PRUNE_EVERY == 0:
+            self._prune_old()
+
+    # ---- pruning ----
+
+    async def prune(self, device_id=None):
+        """Drop old requests and deleted schedules (what _add_request does as it goes)."""
+        await self._run(self._prune, device_id)
+
+    def _prune(self, device_id):
+        if device_id is not None:
+            self._prune_device(device_id)
+        self._prune_old()
+
+    _KEPT = "req_id NOT IN (SELECT last_req_id FROM schedules WHERE last_req_id IS NOT NULL)"
+
+    def _prune_device(self, device_id):
+        self._db.execute(
+            "DELETE FROM requests WHERE device_id=? AND %s AND rowid NOT IN "
+            "(SELECT rowid FROM requests WHERE device_id=? ORDER BY rowid DESC LIMIT ?)" % self._KEPT,
+            (device_id, device_id, KEEP_REQUESTS))
+        self._db.execute(
+            "DELETE FROM schedules WHERE device_id=? AND state='deleted' AND alarm_id NOT IN "
+            "(SELECT alarm_id FROM schedules WHERE device_id=? AND state='deleted' "
+            "ORDER BY updated_at DESC LIMIT ?)", (device_id, device_id, KEEP_DELETED))
+
+    def _prune_old(self):
+        cut = time.time() - KEEP_DAYS * 86400
+        self._db.execute("DELETE FROM schedules WHERE state='deleted' AND updated_at < ?", (cut,))
+        self._db.execute("DELETE FROM requests WHERE COALESCE(acked_at, sent_at, created_at, 0) < ? AND %s"
+                         % self._KEPT, (cut,))
 
     async def mark_sent(self, req_id):
         await self._run(self._mark_sent, req_id)

@@ -1,9 +1,32 @@
 """Builds the control plane from the server's config and its broker."""
+import os
+
 from .. import config as configmod
 from .api import add_routes
+from .broker import Broker
+from .credentials import Credentials
+from .devices import Devices
 from .mqtt import MqttLink
+from .pacer import Pacer
 from .plane import ControlPlane
 from .store import Store
+
+
+def _db_path(config):
+    return (config.get("control") or {}).get("db_path") or configmod.DEFAULTS["control"]["db_path"]
+
+
+def auth_dir(config):
+    """Where the server secret, the broker's password file and ACL live
+    (mqtt.auth_dir; default: `mqtt` beside the control database)."""
+    return config["mqtt"].get("auth_dir") or os.path.join(os.path.dirname(_db_path(config)) or ".", "mqtt")
+
+
+def broker(config):
+    """The Broker: the configured one (mqtt.url), else one started here on
+    loopback that checks the credentials made from the server secret."""
+    creds = Credentials(auth_dir(config)).load()
+    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds)
 
 
 def create(config, registry, broker, app):
@@ -16,7 +39,12 @@ def create(config, registry, broker, app):
                         on_report=on_report, on_connect=on_connect,
                         backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)))
 
-    plane = ControlPlane(registry, Store(ctl.get("db_path") or configmod.DEFAULTS["control"]["db_path"]), make_link)
+    store = Store(_db_path(config))
+    tokens = [t for t in config["auth"].get("tokens") or [] if t]
+    devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
+                      public_host=config["server"].get("public_host"))
+    pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
+    plane = ControlPlane(registry, store, make_link, devices, pacer)
     token = ctl.get("api_token")
     add_routes(app, plane, tokens=[token] if token else [],
                token_required=not configmod.is_loopback(config["server"]["host"]))

@@ -1,11 +1,12 @@
-"""A real mosquitto per test module, and a real server (ephemeral ports,
-its own SQLite file) talking to it with the control plane on."""
+"""A real server (ephemeral ports, its own SQLite file) with the control
+plane on and its own mosquitto, which refuses anonymous clients and checks
+each device's credentials and topics; devices connect with the credentials
+the server gives them."""
 import itertools
 
 import aiohttp
 import pytest
 
-from testkit.mosquitto import Mosquitto
 from testkit.mqtt_device import MqttDevice
 from testkit.control_api import Api, control_config
 from xiaozhi_server.server import XiaozhiServer
@@ -13,21 +14,17 @@ from xiaozhi_server.server import XiaozhiServer
 _ids = itertools.count(1)
 
 
-@pytest.fixture(scope="module")
-def mosquitto():
-    broker = Mosquitto().start()
-    yield broker
-    broker.close()
-
-
 @pytest.fixture
 async def start_control(tmp_path):
     started = []
 
-    async def start(broker, db_name="control.db", **control):
-        server = XiaozhiServer(control_config(broker, tmp_path / db_name, **control),
-                               with_broker=True, with_mcp=False)
-        await server.start()
+    async def start(db_name="control.db", **kw):
+        server = XiaozhiServer(control_config(tmp_path / db_name, **kw), with_broker=True, with_mcp=False)
+        try:
+            await server.start()
+        except BaseException:
+            await server.stop()
+            raise
         http = aiohttp.ClientSession()
         started.append((server, http))
         return Api(server, http)
@@ -39,8 +36,8 @@ async def start_control(tmp_path):
 
 
 @pytest.fixture
-async def api(start_control, mosquitto):
-    return await start_control(mosquitto)
+async def api(start_control):
+    return await start_control()
 
 
 @pytest.fixture
@@ -49,6 +46,6 @@ def device_id():
 
 
 @pytest.fixture
-async def device(mosquitto, device_id):
-    async with MqttDevice(mosquitto.port, device_id) as dev:
+async def device(api, device_id):
+    async with await MqttDevice.provisioned(api.server, device_id) as dev:
         yield dev

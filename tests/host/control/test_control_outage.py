@@ -2,8 +2,6 @@
 503, the server keeps serving, schedules stay stored and are sent again."""
 import asyncio
 
-import pytest
-
 from testkit.control_api import eventually
 from testkit.mosquitto import Mosquitto
 from testkit.mqtt_device import MqttDevice
@@ -13,25 +11,18 @@ from xiaozhi_server.control import plane
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
 
 
-@pytest.fixture
-def own_broker():
-    broker = Mosquitto().start()
-    yield broker
-    broker.close()
-
-
-async def test_outage_gives_503_and_unacked_schedules_are_sent_again(start_control, own_broker):
-    api = await start_control(own_broker)
+async def test_outage_gives_503_and_unacked_schedules_are_sent_again(api):
+    broker = api.server.broker
     link = api.server.control.link
     dev = "kid_room"
     sched = "/api/devices/%s/schedules" % dev
 
     # The device gets the first alarm but its ack never comes back.
-    async with MqttDevice(own_broker.port, dev, answer=lambda r: None) as device:
+    async with await MqttDevice.provisioned(api.server, dev, answer=lambda r: None) as device:
         status, first = await api.post(sched, {"alarm_id": "first", "time": "07:00", "pending_task": LESSON})
         assert status == 201
         await device.next_request()
-        own_broker.stop()
+        await broker.stop()
         await eventually(lambda: not api.server.control.broker_connected)
 
     status, err = await api.post("/api/devices/%s/tasks" % dev, LESSON, wait=5)
@@ -49,7 +40,7 @@ async def test_outage_gives_503_and_unacked_schedules_are_sent_again(start_contr
     assert status == 200 and [s["alarm_id"] for s in listed["schedules"]] == ["first", "second"]
 
     connects = link.connects
-    own_broker.start()
+    await broker.start()
     await eventually(lambda: link.connects > connects, timeout=10)
 
     # On reconnect both unacked schedules went out again with new req_ids.
@@ -62,7 +53,7 @@ async def test_outage_gives_503_and_unacked_schedules_are_sent_again(start_contr
     assert sent == {"first", "second"}
 
     # The device comes online afterwards and reports: what it never acked reaches it.
-    async with MqttDevice(own_broker.port, dev) as device:
+    async with await MqttDevice.provisioned(api.server, dev) as device:
         await asyncio.sleep(plane.RESEND_AFTER_S + 0.1)
         await device.publish_state(proto.mqtt_state(dev, proto.STATE_IDLE))
         got = {(await device.next_request())[1]["payload"]["alarm_id"] for _ in range(2)}
@@ -78,9 +69,9 @@ async def test_outage_gives_503_and_unacked_schedules_are_sent_again(start_contr
 
 
 async def test_server_starts_without_a_broker_and_connects_when_it_appears(start_control):
-    broker = Mosquitto()     # configured, not running yet
+    broker = Mosquitto()     # configured (mqtt.url: the operator's own broker), not running yet
     try:
-        api = await start_control(broker)
+        api = await start_control(broker_url=broker.url)
         status, err = await api.post("/api/devices/d1/tasks", LESSON)
         assert status == 503
         broker.start()

@@ -121,10 +121,10 @@ async def _state(api, device_id, alarm_id, state):
     return s["state"] == state
 
 
-async def test_an_ack_from_another_device_does_not_count(api, device, device_id, mosquitto):
+async def test_an_ack_from_another_device_does_not_count(api, device, device_id):
     device.answer = lambda r: None
     _, s = await api.post(path(device_id), {"time": "09:00", "pending_task": LESSON})
-    async with MqttDevice(mosquitto.port, device_id + "x") as other:
+    async with await MqttDevice.provisioned(api.server, device_id + "x") as other:
         await other.publish_ack(proto.mqtt_ack(s["last_req_id"], True, proto.ACK_ACCEPTED, "not mine"))
         await device.no_request(0.3)
     assert await _state(api, device_id, s["alarm_id"], "pending_ack")
@@ -143,10 +143,11 @@ async def test_state_reports_show_on_the_device_view(api, device, device_id):
     assert state["report"]["active_task_id"] == "repeater"
 
 
-async def test_schedules_survive_a_server_restart(start_control, mosquitto, device, device_id):
-    api = await start_control(mosquitto, db_name="kept.db")
-    _, s = await api.post(path(device_id), {"time": "06:45", "pending_task": LESSON}, wait=5)
+async def test_schedules_survive_a_server_restart(start_control, device_id):
+    api = await start_control(db_name="kept.db")
+    async with await MqttDevice.provisioned(api.server, device_id):
+        _, s = await api.post(path(device_id), {"time": "06:45", "pending_task": LESSON}, wait=5)
     await api.server.stop()
-    again = await start_control(mosquitto, db_name="kept.db")
+    again = await start_control(db_name="kept.db")
     _, listed = await again.get(path(device_id))
     assert [(x["alarm_id"], x["state"], x["time"]) for x in listed["schedules"]] == [(s["alarm_id"], "active", "06:45")]

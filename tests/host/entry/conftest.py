@@ -1,7 +1,7 @@
-"""The entry channels end to end: a real mosquitto, the real server with its
-control plane (parents' API), the scripted OpenAI-compatible model, and the
-firmware as a real process on the simulated board (CPython and the
-MicroPython unix port with its 256 KB heap)."""
+"""The entry channels end to end: the real server with its control plane
+(parents' API) and its own mosquitto (credentials and ACL checked), the
+scripted OpenAI-compatible model, and the firmware as a real process on the
+simulated board (CPython and the MicroPython unix port with its 256 KB heap)."""
 import asyncio
 import sys
 
@@ -11,7 +11,6 @@ import pytest
 from testkit import ROOT
 from testkit.control_api import Api, control_config
 from testkit.fake_llm import FakeLLM
-from testkit.mosquitto import Mosquitto
 from xiaozhi_server.server import XiaozhiServer
 
 sys.path.insert(0, str(ROOT / "tests/host/firmware_app"))   # firmware_proc
@@ -19,25 +18,17 @@ sys.path.insert(0, str(ROOT / "tests/host/firmware_app"))   # firmware_proc
 from entry_rig import OPENER, Rig  # noqa: E402
 
 
-
-@pytest.fixture(scope="module")
-def mosquitto():
-    broker = Mosquitto().start()
-    yield broker
-    broker.close()
-
-
 @pytest.fixture
-async def rig(tmp_path, mosquitto):
+async def rig(tmp_path):
     with FakeLLM() as llm:
         llm.default_reply = "好的。"
-        cfg = control_config(mosquitto, tmp_path / "control.db")
+        cfg = control_config(tmp_path / "control.db")
         cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "test", "model": "fake-model"}
         cfg["apps"]["opener_lines"] = {"zh": [OPENER], "en": [OPENER]}
         server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
         await server.start()
         http = aiohttp.ClientSession()
-        r = Rig(server, Api(server, http), mosquitto, tmp_path / "state")
+        r = Rig(server, Api(server, http), tmp_path / "state")
         try:
             yield r
         finally:

@@ -33,11 +33,13 @@ UNIX_PORT = pytest.param("micropython", marks=pytest.mark.skip(
 
 
 class RawMqtt:
-    """The parents' side without the server: raw payloads on cmd/task, acks from rpt/ack."""
+    """The parents' side without the server: raw payloads on cmd/task, acks from rpt/ack
+    (logged in as the server: the broker's ACL lets nobody else write to cmd/#)."""
 
-    def __init__(self, port, device_id):
+    def __init__(self, port, device_id, username=None, password=None):
         self.port = port
         self.device_id = device_id
+        self.username, self.password = username, password
         self.acks = []
         self.states = []
         self._client = None
@@ -45,7 +47,8 @@ class RawMqtt:
         self._seq = 0
 
     async def open(self):
-        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier="parents-test")
+        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier="parents-test",
+                                      username=self.username, password=self.password)
         await self._client.__aenter__()
         await self._client.subscribe(proto.topic(proto.TOPIC_RPT_ACK, self.device_id), qos=1)
         await self._client.subscribe(proto.topic(proto.TOPIC_RPT_STATE, self.device_id), qos=1)
@@ -71,8 +74,8 @@ class RawMqtt:
                            "timestamp": int(time.time())},
                 "action": action, "payload": payload}
 
-    async def publish_raw(self, data, topic=proto.TOPIC_CMD_TASK):
-        await self._client.publish(proto.topic(topic, self.device_id), data, qos=1)
+    async def publish_raw(self, data, topic=proto.TOPIC_CMD_TASK, retain=False):
+        await self._client.publish(proto.topic(topic, self.device_id), data, qos=1, retain=retain)
 
     async def ack_for(self, req_id, timeout=10):
         return await eventually(lambda: next((a for a in self.acks if a["req_id"] == req_id), None),
@@ -80,10 +83,10 @@ class RawMqtt:
 
 
 class Rig:
-    def __init__(self, server, api, broker, state_dir):
+    def __init__(self, server, api, state_dir):
         self.server = server
         self.api = api
-        self.broker = broker
+        self.broker = server.broker   # started by the server: device credentials and ACL checked
         self.state_dir = state_dir
         self.mqtt = None
         self.procs = []
@@ -96,13 +99,16 @@ class Rig:
         """Start the board and return its process. The first boot prepares the
         state directory (config with `speed` and `config`); later boots keep it."""
         if not (self.state_dir / "config.json").exists():
+            # Provisioned by a parent (the loopback default hands out nothing over OTA).
+            creds = (await self.server.control.devices.provision(DEVICE_ID))["mqtt"]
             cfg = {"server_url": self.server.ws.url, "ota_url": self.ota_url, "clock_speed": speed,
-                   "mqtt": {"url": self.broker.url, "keepalive": 30}}
+                   "mqtt": {"url": "mqtt://127.0.0.1:%d" % self.broker.port, "keepalive": 30,
+                            "user": creds["username"], "password": creds["password"]}}
             cfg.update(config)
             prepare_state(self.state_dir, cfg, LESSONS)
             (self.state_dir / "mac").write_text(DEVICE_ID.replace(":", ""))
         if self.mqtt is None:
-            self.mqtt = RawMqtt(self.broker.port, DEVICE_ID)
+            self.mqtt = RawMqtt(self.broker.port, DEVICE_ID, self.broker.username, self.broker.password)
             await self.mqtt.open()
         fw = await FirmwareProcess.start(interp, self.state_dir, args)
         self.procs.append(fw)
