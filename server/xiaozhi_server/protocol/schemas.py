@@ -695,7 +695,8 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                     'state is "idle" once it has '
                                                                     "finished). A skill's args "
                                                                     '`"$params"` means the task\'s '
-                                                                    'params.',
+                                                                    'params; args_from names the '
+                                                                    'params it takes.',
                                                      'type': 'object',
                                                      'required': ['id',
                                                                   'title',
@@ -754,7 +755,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                         'runs_on': {'enum': ['device',
                                                                                                                              'server']},
                                                                                                         'args': {'anyOf': [{'const': '$params'},
-                                                                                                                           {'type': 'object'}]}}}},
+                                                                                                                           {'type': 'object'}]},
+                                                                                                        'args_from': {'description': 'The '
+                                                                                                                                     'task '
+                                                                                                                                     'params '
+                                                                                                                                     'passed '
+                                                                                                                                     'to '
+                                                                                                                                     'the '
+                                                                                                                                     'skill, '
+                                                                                                                                     'by '
+                                                                                                                                     'name '
+                                                                                                                                     '(those '
+                                                                                                                                     'present).',
+                                                                                                                      'type': 'array',
+                                                                                                                      'items': {'type': 'string',
+                                                                                                                                'minLength': 1,
+                                                                                                                                'maxLength': 64}}},
+                                                                                         'not': {'required': ['args',
+                                                                                                              'args_from']}}},
                                                                     'stop_skills': {'type': 'array',
                                                                                     'items': {'title': 'A '
                                                                                                        'skill '
@@ -771,7 +789,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                              'runs_on': {'enum': ['device',
                                                                                                                                   'server']},
                                                                                                              'args': {'anyOf': [{'const': '$params'},
-                                                                                                                                {'type': 'object'}]}}}},
+                                                                                                                                {'type': 'object'}]},
+                                                                                                             'args_from': {'description': 'The '
+                                                                                                                                          'task '
+                                                                                                                                          'params '
+                                                                                                                                          'passed '
+                                                                                                                                          'to '
+                                                                                                                                          'the '
+                                                                                                                                          'skill, '
+                                                                                                                                          'by '
+                                                                                                                                          'name '
+                                                                                                                                          '(those '
+                                                                                                                                          'present).',
+                                                                                                                           'type': 'array',
+                                                                                                                           'items': {'type': 'string',
+                                                                                                                                     'minLength': 1,
+                                                                                                                                     'maxLength': 64}}},
+                                                                                              'not': {'required': ['args',
+                                                                                                                   'args_from']}}},
                                                                     'status_skill': {'title': 'A '
                                                                                               'skill '
                                                                                               'a '
@@ -787,7 +822,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                     'runs_on': {'enum': ['device',
                                                                                                                          'server']},
                                                                                                     'args': {'anyOf': [{'const': '$params'},
-                                                                                                                       {'type': 'object'}]}}},
+                                                                                                                       {'type': 'object'}]},
+                                                                                                    'args_from': {'description': 'The '
+                                                                                                                                 'task '
+                                                                                                                                 'params '
+                                                                                                                                 'passed '
+                                                                                                                                 'to '
+                                                                                                                                 'the '
+                                                                                                                                 'skill, '
+                                                                                                                                 'by '
+                                                                                                                                 'name '
+                                                                                                                                 '(those '
+                                                                                                                                 'present).',
+                                                                                                                  'type': 'array',
+                                                                                                                  'items': {'type': 'string',
+                                                                                                                            'minLength': 1,
+                                                                                                                            'maxLength': 64}}},
+                                                                                     'not': {'required': ['args',
+                                                                                                          'args_from']}},
                                                                     'tool_policy': {'enum': ['inherit_agent',
                                                                                              'allowlist']},
                                                                     'tools': {'type': 'array',
@@ -912,7 +964,13 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                        'means '
                                                                                                        'the '
                                                                                                        "task's "
-                                                                                                       'params.',
+                                                                                                       'params; '
+                                                                                                       'args_from '
+                                                                                                       'names '
+                                                                                                       'the '
+                                                                                                       'params '
+                                                                                                       'it '
+                                                                                                       'takes.',
                                                                                         'type': 'object',
                                                                                         'required': ['id',
                                                                                                      'title',
@@ -974,7 +1032,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                            'runs_on': {'enum': ['device',
                                                                                                                                                                 'server']},
                                                                                                                                            'args': {'anyOf': [{'const': '$params'},
-                                                                                                                                                              {'type': 'object'}]}}}},
+                                                                                                                                                              {'type': 'object'}]},
+                                                                                                                                           'args_from': {'description': 'The '
+                                                                                                                                                                        'task '
+                                                                                                                                                                        'params '
+                                                                                                                                                                        'passed '
+                                                                                                                                                                        'to '
+                                                                                                                                                                        'the '
+                                                                                                                                                                        'skill, '
+                                                                                                                                                                        'by '
+                                                                                                                                                                        'name '
+                                                                                                                                                                        '(those '
+                                                                                                                                                                        'present).',
+                                                                                                                                                         'type': 'array',
+                                                                                                                                                         'items': {'type': 'string',
+                                                                                                                                                                   'minLength': 1,
+                                                                                                                                                                   'maxLength': 64}}},
+                                                                                                                            'not': {'required': ['args',
+                                                                                                                                                 'args_from']}}},
                                                                                                        'stop_skills': {'type': 'array',
                                                                                                                        'items': {'title': 'A '
                                                                                                                                           'skill '
@@ -991,7 +1066,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                                 'runs_on': {'enum': ['device',
                                                                                                                                                                      'server']},
                                                                                                                                                 'args': {'anyOf': [{'const': '$params'},
-                                                                                                                                                                   {'type': 'object'}]}}}},
+                                                                                                                                                                   {'type': 'object'}]},
+                                                                                                                                                'args_from': {'description': 'The '
+                                                                                                                                                                             'task '
+                                                                                                                                                                             'params '
+                                                                                                                                                                             'passed '
+                                                                                                                                                                             'to '
+                                                                                                                                                                             'the '
+                                                                                                                                                                             'skill, '
+                                                                                                                                                                             'by '
+                                                                                                                                                                             'name '
+                                                                                                                                                                             '(those '
+                                                                                                                                                                             'present).',
+                                                                                                                                                              'type': 'array',
+                                                                                                                                                              'items': {'type': 'string',
+                                                                                                                                                                        'minLength': 1,
+                                                                                                                                                                        'maxLength': 64}}},
+                                                                                                                                 'not': {'required': ['args',
+                                                                                                                                                      'args_from']}}},
                                                                                                        'status_skill': {'title': 'A '
                                                                                                                                  'skill '
                                                                                                                                  'a '
@@ -1007,7 +1099,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                        'runs_on': {'enum': ['device',
                                                                                                                                                             'server']},
                                                                                                                                        'args': {'anyOf': [{'const': '$params'},
-                                                                                                                                                          {'type': 'object'}]}}},
+                                                                                                                                                          {'type': 'object'}]},
+                                                                                                                                       'args_from': {'description': 'The '
+                                                                                                                                                                    'task '
+                                                                                                                                                                    'params '
+                                                                                                                                                                    'passed '
+                                                                                                                                                                    'to '
+                                                                                                                                                                    'the '
+                                                                                                                                                                    'skill, '
+                                                                                                                                                                    'by '
+                                                                                                                                                                    'name '
+                                                                                                                                                                    '(those '
+                                                                                                                                                                    'present).',
+                                                                                                                                                     'type': 'array',
+                                                                                                                                                     'items': {'type': 'string',
+                                                                                                                                                               'minLength': 1,
+                                                                                                                                                               'maxLength': 64}}},
+                                                                                                                        'not': {'required': ['args',
+                                                                                                                                             'args_from']}},
                                                                                                        'tool_policy': {'enum': ['inherit_agent',
                                                                                                                                 'allowlist']},
                                                                                                        'tools': {'type': 'array',
@@ -1058,19 +1167,526 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                               'default_chat']},
                                           'alarm_id': {'type': ['string', 'null'], 'maxLength': 64},
                                           'updated_at': {'type': 'integer', 'minimum': 0}}},
+ 'registry.seed_apps': {'title': "App registry in the seed plan's spelling (phase-1 plan §2.2)",
+                        'description': 'Accepted wherever registry/apps.json is: apps and tasks '
+                                       'keyed by id, mode, tool policy and prompt mode on the app, '
+                                       'skills with side and args_from. The server turns it into '
+                                       'the registry/apps.json model when it loads; '
+                                       'docs/runtime.md says what it derives for the fields this '
+                                       'spelling leaves out.',
+                        'type': 'object',
+                        'required': ['default_app_id', 'apps'],
+                        'additionalProperties': False,
+                        'properties': {'default_app_id': {'description': 'An app, task or alarm '
+                                                                         'id: lowercase letters, '
+                                                                         'digits and underscores, '
+                                                                         'starting with a letter.',
+                                                          'type': 'string',
+                                                          'minLength': 1,
+                                                          'maxLength': 64,
+                                                          'format': 'identifier'},
+                                       'apps': {'type': 'object',
+                                                'additionalProperties': {'type': 'object',
+                                                                         'required': ['mode',
+                                                                                      'tool_policy',
+                                                                                      'system_prompt_mode',
+                                                                                      'tasks'],
+                                                                         'additionalProperties': False,
+                                                                         'properties': {'name': {'type': 'string',
+                                                                                                 'minLength': 1,
+                                                                                                 'maxLength': 100},
+                                                                                        'description': {'type': 'string',
+                                                                                                        'maxLength': 1000},
+                                                                                        'note': {'type': 'string',
+                                                                                                 'maxLength': 1000},
+                                                                                        'mode': {'enum': ['CHAT',
+                                                                                                          'PLAY_AUDIO',
+                                                                                                          'TRANSLATION']},
+                                                                                        'default_task': {'description': 'An '
+                                                                                                                        'app, '
+                                                                                                                        'task '
+                                                                                                                        'or '
+                                                                                                                        'alarm '
+                                                                                                                        'id: '
+                                                                                                                        'lowercase '
+                                                                                                                        'letters, '
+                                                                                                                        'digits '
+                                                                                                                        'and '
+                                                                                                                        'underscores, '
+                                                                                                                        'starting '
+                                                                                                                        'with '
+                                                                                                                        'a '
+                                                                                                                        'letter.',
+                                                                                                         'type': 'string',
+                                                                                                         'minLength': 1,
+                                                                                                         'maxLength': 64,
+                                                                                                         'format': 'identifier'},
+                                                                                        'tool_policy': {'enum': ['inherit_agent',
+                                                                                                                 'allowlist']},
+                                                                                        'tools': {'type': 'array',
+                                                                                                  'items': {'type': 'string',
+                                                                                                            'minLength': 1,
+                                                                                                            'maxLength': 128}},
+                                                                                        'system_prompt_mode': {'enum': ['agent',
+                                                                                                                        'agent_proactive',
+                                                                                                                        'translator',
+                                                                                                                        'none']},
+                                                                                        'tasks': {'type': 'object',
+                                                                                                  'additionalProperties': {'description': 'interaction_mode, '
+                                                                                                                                          'tool_policy, '
+                                                                                                                                          'tools '
+                                                                                                                                          'and '
+                                                                                                                                          'system_prompt_mode '
+                                                                                                                                          'default '
+                                                                                                                                          'to '
+                                                                                                                                          'the '
+                                                                                                                                          "app's; "
+                                                                                                                                          'the '
+                                                                                                                                          'other '
+                                                                                                                                          'fields '
+                                                                                                                                          'to '
+                                                                                                                                          'what '
+                                                                                                                                          'docs/runtime.md '
+                                                                                                                                          'derives.',
+                                                                                                                           'type': 'object',
+                                                                                                                           'required': ['skills'],
+                                                                                                                           'additionalProperties': False,
+                                                                                                                           'properties': {'name': {'type': 'string',
+                                                                                                                                                   'minLength': 1,
+                                                                                                                                                   'maxLength': 100},
+                                                                                                                                          'note': {'type': 'string',
+                                                                                                                                                   'maxLength': 1000},
+                                                                                                                                          'interaction_mode': {'enum': ['CHAT',
+                                                                                                                                                                        'PLAY_AUDIO',
+                                                                                                                                                                        'TRANSLATION']},
+                                                                                                                                          'reserved': {'type': 'boolean'},
+                                                                                                                                          'skills': {'type': 'array',
+                                                                                                                                                     'items': {'description': 'side: '
+                                                                                                                                                                              'where '
+                                                                                                                                                                              'the '
+                                                                                                                                                                              'skill '
+                                                                                                                                                                              'runs '
+                                                                                                                                                                              '(device '
+                                                                                                                                                                              'MCP '
+                                                                                                                                                                              'when '
+                                                                                                                                                                              'left '
+                                                                                                                                                                              'out); '
+                                                                                                                                                                              'args_from: '
+                                                                                                                                                                              'the '
+                                                                                                                                                                              'task '
+                                                                                                                                                                              'params '
+                                                                                                                                                                              'it '
+                                                                                                                                                                              'is '
+                                                                                                                                                                              'called '
+                                                                                                                                                                              'with.',
+                                                                                                                                                               'type': 'object',
+                                                                                                                                                               'required': ['name'],
+                                                                                                                                                               'additionalProperties': False,
+                                                                                                                                                               'properties': {'name': {'type': 'string',
+                                                                                                                                                                                       'minLength': 1,
+                                                                                                                                                                                       'maxLength': 128},
+                                                                                                                                                                              'side': {'enum': ['device',
+                                                                                                                                                                                                'device_mcp',
+                                                                                                                                                                                                'server',
+                                                                                                                                                                                                'server_mcp']},
+                                                                                                                                                                              'args_from': {'type': 'array',
+                                                                                                                                                                                            'items': {'type': 'string',
+                                                                                                                                                                                                      'minLength': 1,
+                                                                                                                                                                                                      'maxLength': 64}},
+                                                                                                                                                                              'note': {'type': 'string',
+                                                                                                                                                                                       'maxLength': 1000}}}},
+                                                                                                                                          'stop_skills': {'type': 'array',
+                                                                                                                                                          'items': {'description': 'side: '
+                                                                                                                                                                                   'where '
+                                                                                                                                                                                   'the '
+                                                                                                                                                                                   'skill '
+                                                                                                                                                                                   'runs '
+                                                                                                                                                                                   '(device '
+                                                                                                                                                                                   'MCP '
+                                                                                                                                                                                   'when '
+                                                                                                                                                                                   'left '
+                                                                                                                                                                                   'out); '
+                                                                                                                                                                                   'args_from: '
+                                                                                                                                                                                   'the '
+                                                                                                                                                                                   'task '
+                                                                                                                                                                                   'params '
+                                                                                                                                                                                   'it '
+                                                                                                                                                                                   'is '
+                                                                                                                                                                                   'called '
+                                                                                                                                                                                   'with.',
+                                                                                                                                                                    'type': 'object',
+                                                                                                                                                                    'required': ['name'],
+                                                                                                                                                                    'additionalProperties': False,
+                                                                                                                                                                    'properties': {'name': {'type': 'string',
+                                                                                                                                                                                            'minLength': 1,
+                                                                                                                                                                                            'maxLength': 128},
+                                                                                                                                                                                   'side': {'enum': ['device',
+                                                                                                                                                                                                     'device_mcp',
+                                                                                                                                                                                                     'server',
+                                                                                                                                                                                                     'server_mcp']},
+                                                                                                                                                                                   'args_from': {'type': 'array',
+                                                                                                                                                                                                 'items': {'type': 'string',
+                                                                                                                                                                                                           'minLength': 1,
+                                                                                                                                                                                                           'maxLength': 64}},
+                                                                                                                                                                                   'note': {'type': 'string',
+                                                                                                                                                                                            'maxLength': 1000}}}},
+                                                                                                                                          'status_skill': {'description': 'side: '
+                                                                                                                                                                          'where '
+                                                                                                                                                                          'the '
+                                                                                                                                                                          'skill '
+                                                                                                                                                                          'runs '
+                                                                                                                                                                          '(device '
+                                                                                                                                                                          'MCP '
+                                                                                                                                                                          'when '
+                                                                                                                                                                          'left '
+                                                                                                                                                                          'out); '
+                                                                                                                                                                          'args_from: '
+                                                                                                                                                                          'the '
+                                                                                                                                                                          'task '
+                                                                                                                                                                          'params '
+                                                                                                                                                                          'it '
+                                                                                                                                                                          'is '
+                                                                                                                                                                          'called '
+                                                                                                                                                                          'with.',
+                                                                                                                                                           'type': 'object',
+                                                                                                                                                           'required': ['name'],
+                                                                                                                                                           'additionalProperties': False,
+                                                                                                                                                           'properties': {'name': {'type': 'string',
+                                                                                                                                                                                   'minLength': 1,
+                                                                                                                                                                                   'maxLength': 128},
+                                                                                                                                                                          'side': {'enum': ['device',
+                                                                                                                                                                                            'device_mcp',
+                                                                                                                                                                                            'server',
+                                                                                                                                                                                            'server_mcp']},
+                                                                                                                                                                          'args_from': {'type': 'array',
+                                                                                                                                                                                        'items': {'type': 'string',
+                                                                                                                                                                                                  'minLength': 1,
+                                                                                                                                                                                                  'maxLength': 64}},
+                                                                                                                                                                          'note': {'type': 'string',
+                                                                                                                                                                                   'maxLength': 1000}}},
+                                                                                                                                          'tool_policy': {'enum': ['inherit_agent',
+                                                                                                                                                                   'allowlist']},
+                                                                                                                                          'tools': {'type': 'array',
+                                                                                                                                                    'items': {'type': 'string',
+                                                                                                                                                              'minLength': 1,
+                                                                                                                                                              'maxLength': 128}},
+                                                                                                                                          'params_schema': {'type': 'object'},
+                                                                                                                                          'system_prompt_mode': {'enum': ['agent',
+                                                                                                                                                                          'agent_proactive',
+                                                                                                                                                                          'translator',
+                                                                                                                                                                          'none']},
+                                                                                                                                          'on_finish': {'enum': ['default',
+                                                                                                                                                                 'stay']}}}}},
+                                                                         'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
+                                                                                    'then': {'required': ['tools']}}]}}}},
+ 'registry.seed_apps.app': {'type': 'object',
+                            'required': ['mode', 'tool_policy', 'system_prompt_mode', 'tasks'],
+                            'additionalProperties': False,
+                            'properties': {'name': {'type': 'string',
+                                                    'minLength': 1,
+                                                    'maxLength': 100},
+                                           'description': {'type': 'string', 'maxLength': 1000},
+                                           'note': {'type': 'string', 'maxLength': 1000},
+                                           'mode': {'enum': ['CHAT', 'PLAY_AUDIO', 'TRANSLATION']},
+                                           'default_task': {'description': 'An app, task or alarm '
+                                                                           'id: lowercase letters, '
+                                                                           'digits and '
+                                                                           'underscores, starting '
+                                                                           'with a letter.',
+                                                            'type': 'string',
+                                                            'minLength': 1,
+                                                            'maxLength': 64,
+                                                            'format': 'identifier'},
+                                           'tool_policy': {'enum': ['inherit_agent', 'allowlist']},
+                                           'tools': {'type': 'array',
+                                                     'items': {'type': 'string',
+                                                               'minLength': 1,
+                                                               'maxLength': 128}},
+                                           'system_prompt_mode': {'enum': ['agent',
+                                                                           'agent_proactive',
+                                                                           'translator',
+                                                                           'none']},
+                                           'tasks': {'type': 'object',
+                                                     'additionalProperties': {'description': 'interaction_mode, '
+                                                                                             'tool_policy, '
+                                                                                             'tools '
+                                                                                             'and '
+                                                                                             'system_prompt_mode '
+                                                                                             'default '
+                                                                                             'to '
+                                                                                             'the '
+                                                                                             "app's; "
+                                                                                             'the '
+                                                                                             'other '
+                                                                                             'fields '
+                                                                                             'to '
+                                                                                             'what '
+                                                                                             'docs/runtime.md '
+                                                                                             'derives.',
+                                                                              'type': 'object',
+                                                                              'required': ['skills'],
+                                                                              'additionalProperties': False,
+                                                                              'properties': {'name': {'type': 'string',
+                                                                                                      'minLength': 1,
+                                                                                                      'maxLength': 100},
+                                                                                             'note': {'type': 'string',
+                                                                                                      'maxLength': 1000},
+                                                                                             'interaction_mode': {'enum': ['CHAT',
+                                                                                                                           'PLAY_AUDIO',
+                                                                                                                           'TRANSLATION']},
+                                                                                             'reserved': {'type': 'boolean'},
+                                                                                             'skills': {'type': 'array',
+                                                                                                        'items': {'description': 'side: '
+                                                                                                                                 'where '
+                                                                                                                                 'the '
+                                                                                                                                 'skill '
+                                                                                                                                 'runs '
+                                                                                                                                 '(device '
+                                                                                                                                 'MCP '
+                                                                                                                                 'when '
+                                                                                                                                 'left '
+                                                                                                                                 'out); '
+                                                                                                                                 'args_from: '
+                                                                                                                                 'the '
+                                                                                                                                 'task '
+                                                                                                                                 'params '
+                                                                                                                                 'it '
+                                                                                                                                 'is '
+                                                                                                                                 'called '
+                                                                                                                                 'with.',
+                                                                                                                  'type': 'object',
+                                                                                                                  'required': ['name'],
+                                                                                                                  'additionalProperties': False,
+                                                                                                                  'properties': {'name': {'type': 'string',
+                                                                                                                                          'minLength': 1,
+                                                                                                                                          'maxLength': 128},
+                                                                                                                                 'side': {'enum': ['device',
+                                                                                                                                                   'device_mcp',
+                                                                                                                                                   'server',
+                                                                                                                                                   'server_mcp']},
+                                                                                                                                 'args_from': {'type': 'array',
+                                                                                                                                               'items': {'type': 'string',
+                                                                                                                                                         'minLength': 1,
+                                                                                                                                                         'maxLength': 64}},
+                                                                                                                                 'note': {'type': 'string',
+                                                                                                                                          'maxLength': 1000}}}},
+                                                                                             'stop_skills': {'type': 'array',
+                                                                                                             'items': {'description': 'side: '
+                                                                                                                                      'where '
+                                                                                                                                      'the '
+                                                                                                                                      'skill '
+                                                                                                                                      'runs '
+                                                                                                                                      '(device '
+                                                                                                                                      'MCP '
+                                                                                                                                      'when '
+                                                                                                                                      'left '
+                                                                                                                                      'out); '
+                                                                                                                                      'args_from: '
+                                                                                                                                      'the '
+                                                                                                                                      'task '
+                                                                                                                                      'params '
+                                                                                                                                      'it '
+                                                                                                                                      'is '
+                                                                                                                                      'called '
+                                                                                                                                      'with.',
+                                                                                                                       'type': 'object',
+                                                                                                                       'required': ['name'],
+                                                                                                                       'additionalProperties': False,
+                                                                                                                       'properties': {'name': {'type': 'string',
+                                                                                                                                               'minLength': 1,
+                                                                                                                                               'maxLength': 128},
+                                                                                                                                      'side': {'enum': ['device',
+                                                                                                                                                        'device_mcp',
+                                                                                                                                                        'server',
+                                                                                                                                                        'server_mcp']},
+                                                                                                                                      'args_from': {'type': 'array',
+                                                                                                                                                    'items': {'type': 'string',
+                                                                                                                                                              'minLength': 1,
+                                                                                                                                                              'maxLength': 64}},
+                                                                                                                                      'note': {'type': 'string',
+                                                                                                                                               'maxLength': 1000}}}},
+                                                                                             'status_skill': {'description': 'side: '
+                                                                                                                             'where '
+                                                                                                                             'the '
+                                                                                                                             'skill '
+                                                                                                                             'runs '
+                                                                                                                             '(device '
+                                                                                                                             'MCP '
+                                                                                                                             'when '
+                                                                                                                             'left '
+                                                                                                                             'out); '
+                                                                                                                             'args_from: '
+                                                                                                                             'the '
+                                                                                                                             'task '
+                                                                                                                             'params '
+                                                                                                                             'it '
+                                                                                                                             'is '
+                                                                                                                             'called '
+                                                                                                                             'with.',
+                                                                                                              'type': 'object',
+                                                                                                              'required': ['name'],
+                                                                                                              'additionalProperties': False,
+                                                                                                              'properties': {'name': {'type': 'string',
+                                                                                                                                      'minLength': 1,
+                                                                                                                                      'maxLength': 128},
+                                                                                                                             'side': {'enum': ['device',
+                                                                                                                                               'device_mcp',
+                                                                                                                                               'server',
+                                                                                                                                               'server_mcp']},
+                                                                                                                             'args_from': {'type': 'array',
+                                                                                                                                           'items': {'type': 'string',
+                                                                                                                                                     'minLength': 1,
+                                                                                                                                                     'maxLength': 64}},
+                                                                                                                             'note': {'type': 'string',
+                                                                                                                                      'maxLength': 1000}}},
+                                                                                             'tool_policy': {'enum': ['inherit_agent',
+                                                                                                                      'allowlist']},
+                                                                                             'tools': {'type': 'array',
+                                                                                                       'items': {'type': 'string',
+                                                                                                                 'minLength': 1,
+                                                                                                                 'maxLength': 128}},
+                                                                                             'params_schema': {'type': 'object'},
+                                                                                             'system_prompt_mode': {'enum': ['agent',
+                                                                                                                             'agent_proactive',
+                                                                                                                             'translator',
+                                                                                                                             'none']},
+                                                                                             'on_finish': {'enum': ['default',
+                                                                                                                    'stay']}}}}},
+                            'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
+                                       'then': {'required': ['tools']}}]},
+ 'registry.seed_apps.skill': {'description': 'side: where the skill runs (device MCP when left '
+                                             'out); args_from: the task params it is called with.',
+                              'type': 'object',
+                              'required': ['name'],
+                              'additionalProperties': False,
+                              'properties': {'name': {'type': 'string',
+                                                      'minLength': 1,
+                                                      'maxLength': 128},
+                                             'side': {'enum': ['device',
+                                                               'device_mcp',
+                                                               'server',
+                                                               'server_mcp']},
+                                             'args_from': {'type': 'array',
+                                                           'items': {'type': 'string',
+                                                                     'minLength': 1,
+                                                                     'maxLength': 64}},
+                                             'note': {'type': 'string', 'maxLength': 1000}}},
+ 'registry.seed_apps.task': {'description': 'interaction_mode, tool_policy, tools and '
+                                            "system_prompt_mode default to the app's; the other "
+                                            'fields to what docs/runtime.md derives.',
+                             'type': 'object',
+                             'required': ['skills'],
+                             'additionalProperties': False,
+                             'properties': {'name': {'type': 'string',
+                                                     'minLength': 1,
+                                                     'maxLength': 100},
+                                            'note': {'type': 'string', 'maxLength': 1000},
+                                            'interaction_mode': {'enum': ['CHAT',
+                                                                          'PLAY_AUDIO',
+                                                                          'TRANSLATION']},
+                                            'reserved': {'type': 'boolean'},
+                                            'skills': {'type': 'array',
+                                                       'items': {'description': 'side: where the '
+                                                                                'skill runs '
+                                                                                '(device MCP when '
+                                                                                'left out); '
+                                                                                'args_from: the '
+                                                                                'task params it is '
+                                                                                'called with.',
+                                                                 'type': 'object',
+                                                                 'required': ['name'],
+                                                                 'additionalProperties': False,
+                                                                 'properties': {'name': {'type': 'string',
+                                                                                         'minLength': 1,
+                                                                                         'maxLength': 128},
+                                                                                'side': {'enum': ['device',
+                                                                                                  'device_mcp',
+                                                                                                  'server',
+                                                                                                  'server_mcp']},
+                                                                                'args_from': {'type': 'array',
+                                                                                              'items': {'type': 'string',
+                                                                                                        'minLength': 1,
+                                                                                                        'maxLength': 64}},
+                                                                                'note': {'type': 'string',
+                                                                                         'maxLength': 1000}}}},
+                                            'stop_skills': {'type': 'array',
+                                                            'items': {'description': 'side: where '
+                                                                                     'the skill '
+                                                                                     'runs (device '
+                                                                                     'MCP when '
+                                                                                     'left out); '
+                                                                                     'args_from: '
+                                                                                     'the task '
+                                                                                     'params it is '
+                                                                                     'called with.',
+                                                                      'type': 'object',
+                                                                      'required': ['name'],
+                                                                      'additionalProperties': False,
+                                                                      'properties': {'name': {'type': 'string',
+                                                                                              'minLength': 1,
+                                                                                              'maxLength': 128},
+                                                                                     'side': {'enum': ['device',
+                                                                                                       'device_mcp',
+                                                                                                       'server',
+                                                                                                       'server_mcp']},
+                                                                                     'args_from': {'type': 'array',
+                                                                                                   'items': {'type': 'string',
+                                                                                                             'minLength': 1,
+                                                                                                             'maxLength': 64}},
+                                                                                     'note': {'type': 'string',
+                                                                                              'maxLength': 1000}}}},
+                                            'status_skill': {'description': 'side: where the skill '
+                                                                            'runs (device MCP when '
+                                                                            'left out); args_from: '
+                                                                            'the task params it is '
+                                                                            'called with.',
+                                                             'type': 'object',
+                                                             'required': ['name'],
+                                                             'additionalProperties': False,
+                                                             'properties': {'name': {'type': 'string',
+                                                                                     'minLength': 1,
+                                                                                     'maxLength': 128},
+                                                                            'side': {'enum': ['device',
+                                                                                              'device_mcp',
+                                                                                              'server',
+                                                                                              'server_mcp']},
+                                                                            'args_from': {'type': 'array',
+                                                                                          'items': {'type': 'string',
+                                                                                                    'minLength': 1,
+                                                                                                    'maxLength': 64}},
+                                                                            'note': {'type': 'string',
+                                                                                     'maxLength': 1000}}},
+                                            'tool_policy': {'enum': ['inherit_agent', 'allowlist']},
+                                            'tools': {'type': 'array',
+                                                      'items': {'type': 'string',
+                                                                'minLength': 1,
+                                                                'maxLength': 128}},
+                                            'params_schema': {'type': 'object'},
+                                            'system_prompt_mode': {'enum': ['agent',
+                                                                            'agent_proactive',
+                                                                            'translator',
+                                                                            'none']},
+                                            'on_finish': {'enum': ['default', 'stay']}}},
  'registry.skill': {'title': 'A skill a task runs',
                     'type': 'object',
                     'required': ['name', 'runs_on'],
                     'additionalProperties': False,
                     'properties': {'name': {'type': 'string', 'minLength': 1, 'maxLength': 128},
                                    'runs_on': {'enum': ['device', 'server']},
-                                   'args': {'anyOf': [{'const': '$params'}, {'type': 'object'}]}}},
+                                   'args': {'anyOf': [{'const': '$params'}, {'type': 'object'}]},
+                                   'args_from': {'description': 'The task params passed to the '
+                                                                'skill, by name (those present).',
+                                                 'type': 'array',
+                                                 'items': {'type': 'string',
+                                                           'minLength': 1,
+                                                           'maxLength': 64}}},
+                    'not': {'required': ['args', 'args_from']}},
  'registry.task': {'title': 'One task of an app',
                    'description': 'skills run when the task starts; stop_skills run when it is '
                                   'preempted; status_skill, when given, tells whether the task is '
                                   'still running (its result\'s state is "idle" once it has '
                                   'finished). A skill\'s args `"$params"` means the task\'s '
-                                  'params.',
+                                  'params; args_from names the params it takes.',
                    'type': 'object',
                    'required': ['id',
                                 'title',
@@ -1105,7 +1721,23 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                       'runs_on': {'enum': ['device',
                                                                                            'server']},
                                                                       'args': {'anyOf': [{'const': '$params'},
-                                                                                         {'type': 'object'}]}}}},
+                                                                                         {'type': 'object'}]},
+                                                                      'args_from': {'description': 'The '
+                                                                                                   'task '
+                                                                                                   'params '
+                                                                                                   'passed '
+                                                                                                   'to '
+                                                                                                   'the '
+                                                                                                   'skill, '
+                                                                                                   'by '
+                                                                                                   'name '
+                                                                                                   '(those '
+                                                                                                   'present).',
+                                                                                    'type': 'array',
+                                                                                    'items': {'type': 'string',
+                                                                                              'minLength': 1,
+                                                                                              'maxLength': 64}}},
+                                                       'not': {'required': ['args', 'args_from']}}},
                                   'stop_skills': {'type': 'array',
                                                   'items': {'title': 'A skill a task runs',
                                                             'type': 'object',
@@ -1117,7 +1749,24 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                            'runs_on': {'enum': ['device',
                                                                                                 'server']},
                                                                            'args': {'anyOf': [{'const': '$params'},
-                                                                                              {'type': 'object'}]}}}},
+                                                                                              {'type': 'object'}]},
+                                                                           'args_from': {'description': 'The '
+                                                                                                        'task '
+                                                                                                        'params '
+                                                                                                        'passed '
+                                                                                                        'to '
+                                                                                                        'the '
+                                                                                                        'skill, '
+                                                                                                        'by '
+                                                                                                        'name '
+                                                                                                        '(those '
+                                                                                                        'present).',
+                                                                                         'type': 'array',
+                                                                                         'items': {'type': 'string',
+                                                                                                   'minLength': 1,
+                                                                                                   'maxLength': 64}}},
+                                                            'not': {'required': ['args',
+                                                                                 'args_from']}}},
                                   'status_skill': {'title': 'A skill a task runs',
                                                    'type': 'object',
                                                    'required': ['name', 'runs_on'],
@@ -1128,7 +1777,23 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                   'runs_on': {'enum': ['device',
                                                                                        'server']},
                                                                   'args': {'anyOf': [{'const': '$params'},
-                                                                                     {'type': 'object'}]}}},
+                                                                                     {'type': 'object'}]},
+                                                                  'args_from': {'description': 'The '
+                                                                                               'task '
+                                                                                               'params '
+                                                                                               'passed '
+                                                                                               'to '
+                                                                                               'the '
+                                                                                               'skill, '
+                                                                                               'by '
+                                                                                               'name '
+                                                                                               '(those '
+                                                                                               'present).',
+                                                                                'type': 'array',
+                                                                                'items': {'type': 'string',
+                                                                                          'minLength': 1,
+                                                                                          'maxLength': 64}}},
+                                                   'not': {'required': ['args', 'args_from']}},
                                   'tool_policy': {'enum': ['inherit_agent', 'allowlist']},
                                   'tools': {'type': 'array',
                                             'items': {'type': 'string',
@@ -1142,6 +1807,9 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                   'on_finish': {'enum': ['default', 'stay']}},
                    'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
                               'then': {'required': ['tools']}}]},
+ 'registry.task.on_finish': {'enum': ['default', 'stay']},
+ 'registry.task.system_prompt_mode': {'enum': ['agent', 'agent_proactive', 'translator', 'none']},
+ 'registry.task.tool_policy': {'enum': ['inherit_agent', 'allowlist']},
  'result:self.audio_speaker.set_volume': {'type': 'boolean'},
  'result:self.get_device_status': {'type': 'object',
                                    'required': ['audio_speaker'],

@@ -1,17 +1,32 @@
 """The app registry (data/apps.json): which apps exist, their tasks, modes,
 skills and tool policies. Loaded and checked once at start; a bad file
 stops the server with a message that names the field.
+
+Two spellings load into this one model: ours (schema registry/apps.json)
+and the seed plan's (registry/seed_apps.json, turned into ours by
+seed_registry.py before anything else looks at it).
 """
 import json
 import os
 
 from .. import protocol as proto
+from . import seed_registry
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "apps.json")
 
 
 class RegistryError(Exception):
     pass
+
+
+def skill_args(skill, params):
+    """What a skill is called with: the task's params ("$params"), the ones
+    args_from names (those given), or its fixed args."""
+    if skill.get("args") == "$params":
+        return dict(params)
+    if "args_from" in skill:
+        return {k: params[k] for k in skill["args_from"] if k in params}
+    return dict(skill.get("args") or {})
 
 
 class Task:
@@ -58,6 +73,11 @@ class App:
 
 class Registry:
     def __init__(self, data, where="apps.json"):
+        if seed_registry.is_seed(data):
+            try:
+                data = seed_registry.to_model(data, "apps.json")
+            except ValueError as e:
+                raise RegistryError("%s: %s" % (where, e))
         err = proto.validate("registry.apps", data, "apps.json")
         if err:
             raise RegistryError("%s: %s" % (where, err))

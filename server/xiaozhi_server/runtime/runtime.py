@@ -25,6 +25,7 @@ from .. import protocol as proto
 from . import priority
 from .proactive import Proactive
 from .prompts import system_prompt
+from .registry import skill_args
 from ..session.listener import committed
 
 log = logging.getLogger(__name__)
@@ -172,7 +173,7 @@ class AppRuntime:
                 return False
             await fn(params, source)
             return True
-        args = params if skill.get("args") == "$params" else dict(skill.get("args") or {})
+        args = skill_args(skill, params)
         if not self.session.mcp.has(name):
             log.warning("[%s] the device has no %s", self.session.device_id, name)
             return False
