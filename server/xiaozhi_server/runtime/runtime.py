@@ -31,6 +31,12 @@ from ..session.listener import committed
 log = logging.getLogger(__name__)
 
 
+def plain(text):
+    """Words as phrases are matched: lowercase, without spaces, punctuation or
+    the erhua 儿 (ASR writes 「聊会儿天吧！」 as often as 「聊会天吧」)."""
+    return "".join(c for c in text.lower() if c.isalnum() and c != "儿")
+
+
 class TaskError(Exception):
     """A request that cannot be run at all (unknown app, bad params); .code is JSON-RPC's."""
 
@@ -216,8 +222,9 @@ class AppRuntime:
                 self.session.start_reply(self.session.chat_reply, text, utterance)
 
     def _is_translation_exit(self, text):
-        t = text.lower().strip(" ,.!?，。！？")
-        return any(p.lower() in t for p in self.cfg.get("exit_translation_phrases", ())) and len(t) <= 24
+        t = plain(text)
+        return len(t) <= 24 and any(plain(p) and plain(p) in t
+                                    for p in self.cfg.get("exit_translation_phrases", ()))
 
     async def _translate(self, text):
         tool = self.session.tools.get("translate")
