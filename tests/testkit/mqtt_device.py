@@ -31,9 +31,10 @@ def server_login(server):
 
 
 class MqttDevice:
-    def __init__(self, port, device_id, answer=accept, username=None, password=None):
+    def __init__(self, port, device_id, answer=accept, username=None, password=None, identifier=None):
         self.port = port
         self.device_id = device_id
+        self.identifier = identifier or "dev-" + device_id
         self.username, self.password = username, password
         self.answer = answer          # request -> ack dict, or None for no ack
         self.requests = asyncio.Queue()
@@ -46,10 +47,12 @@ class MqttDevice:
         """A device on the server's broker with its credentials (or with the
         credentials of device `login_as`: a device posing as another)."""
         user, password = await credentials(server, login_as or device_id)
+        if login_as:
+            kw.setdefault("identifier", "dev-%s-as-%s" % (login_as, device_id))
         return cls(server.broker.port, device_id, username=user, password=password, **kw)
 
     async def __aenter__(self):
-        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier="dev-" + self.device_id,
+        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier=self.identifier,
                                       username=self.username, password=self.password)
         await self._client.__aenter__()
         await self._client.subscribe(proto.topic(proto.TOPIC_CMD_CTL, self.device_id).rsplit("/", 1)[0] + "/#", qos=1)

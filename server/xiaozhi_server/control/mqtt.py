@@ -68,6 +68,10 @@ class MqttLink:
         for t in list(self._handlers):
             t.cancel()
 
+    def idle(self):
+        """True when every report received so far has been handled."""
+        return not self._handlers
+
     async def publish(self, topic, message):
         """Publish a request dict as compact JSON with QoS 1; BrokerUnavailable if we cannot."""
         client = self._client

@@ -329,6 +329,10 @@ class Store(DeviceRecords):
                                (json.dumps(ack), time.time(), req_id))
         return self._get_request(req_id) if cur.rowcount else None
 
+    async def request_count(self, device_id):
+        return await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM requests WHERE device_id=?",
+                                                        (device_id,)).fetchone()[0])
+
     async def recent_requests(self, device_id, limit=10):
         return await self._run(self._recent, device_id, limit)
 

@@ -1,8 +1,10 @@
 """The CLI as a person runs it (a separate process) against a running server."""
 import asyncio
+import json
 import sys
 import time
 
+from testkit.mqtt_device import MqttDevice
 from xiaozhi_server import protocol as proto
 
 
@@ -65,3 +67,28 @@ async def test_schedule_add_refuses_days_with_at(api, device_id):
 async def test_no_server_running_is_a_clear_error():
     rc, out, err = await cli(type("Api", (), {"base": "http://127.0.0.1:9"})(), "schedule", "list", "dev1")
     assert rc == 1 and "no server at http://127.0.0.1:9" in err
+
+
+async def test_device_provision_writes_a_firmware_config_that_logs_in(api, tmp_path):
+    cfg = tmp_path / "sim" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"mqtt": {"url": "mqtt://127.0.0.1:%d" % api.server.broker.port, "keepalive": 30},
+                               "clock_speed": 2}))
+    rc, out, err = await cli(api, "devices", "provision", "02:00:00:00:00:42", "--write-config", str(cfg))
+    assert rc == 0, err
+    assert "d.02%3A00%3A00%3A00%3A00%3A42" in out and "written into" in out
+    written = json.loads(cfg.read_text())
+    assert written["clock_speed"] == 2 and written["mqtt"]["keepalive"] == 30   # the rest is kept
+    assert written["token"].startswith("xzd1.")
+    # The broker takes the login at once; the device may use its own topics.
+    async with MqttDevice(api.server.broker.port, "02:00:00:00:00:42", username=written["mqtt"]["user"],
+                          password=written["mqtt"]["password"]) as dev:
+        status, _ = await api.post("/api/devices/02:00:00:00:00:42/tasks",
+                                   {"app_id": "chat"}, wait=5)
+        assert status == 200
+        assert (await dev.next_request())[1]["payload"]["app_id"] == "chat"
+
+
+async def test_device_approve_of_an_unknown_code_fails(api):
+    rc, out, err = await cli(api, "device", "approve", "123456")
+    assert rc == 1 and "no activation code 123456 is waiting" in err
