@@ -10,7 +10,11 @@ EXAMPLES = "shared/protocol/examples"
 
 
 def _schema_id(dirname):
-    return "tool:" + dirname[5:] if dirname.startswith("tool_") else dirname
+    # tool_<name>/ holds a device tool's arguments, result_<name>/ its answers.
+    for prefix in ("tool", "result"):
+        if dirname.startswith(prefix + "_"):
+            return prefix + ":" + dirname[len(prefix) + 1:]
+    return dirname
 
 
 def _load(path):
