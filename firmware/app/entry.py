@@ -199,11 +199,12 @@ class Entry:
     # ---- voice ----
 
     def wake_allowed(self, word):
-        """A user wake returns to chat unless a task of higher priority than
-        voice runs (a parents' task, an alarm's lesson): then it is refused."""
+        """A user wake returns to chat (the gateway ends a voice-started
+        lesson or translation) unless a task of higher priority than voice
+        runs (a parents' task, an alarm's lesson): then it is refused."""
         if self._gateway is None:
             return True  # nothing but the default chat has run
-        verdict, why = self._gateway.verdict(proto.SOURCE_VOICE)
+        verdict, why = self._gateway.user_wake()
         if verdict != "refuse":
             return True
         _log.info("wake word %r ignored: %s", word, why)

@@ -131,6 +131,18 @@ class Gateway:
         self.mode = result.get("interaction_mode") or proto.MODE_CHAT
         return outcome(proto.ACK_ACCEPTED, verdict, "%s started (%s)" % (key(t), why), self.mode)
 
+    def user_wake(self):
+        """A user wake word: (verdict, reason) as for a voice request. Unless
+        refused, the task it may replace (a voice-started lesson or
+        translation) ends here and the device is back in chat, as the server
+        is on the listen detect that follows."""
+        verdict, why = self.verdict(proto.SOURCE_VOICE)
+        if verdict != REFUSE and not is_default(self.current):
+            self._finish(False)
+            self._emit(default_task(proto.SOURCE_VOICE),
+                       outcome(proto.ACK_ACCEPTED, "wake", "back to chat: wake word", proto.MODE_CHAT))
+        return verdict, why
+
     # ---- what ends a task ----
 
     def player_event(self, event):

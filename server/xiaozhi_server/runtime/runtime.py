@@ -242,9 +242,10 @@ class AppRuntime:
         await self.session.speaker.say(out.text.strip())
 
     async def on_wake(self, text):
-        """A user wake word. In PLAY_AUDIO it returns to chat (priority permitting);
-        elsewhere the session greets as usual. An alarm's task is not reset."""
-        if self.mode == proto.MODE_PLAY_AUDIO:
+        """A user wake word returns to the default task from any other (a
+        lesson, translation), priority permitting: a parents' or an alarm's
+        task is not reset. In the default task the session greets as usual."""
+        if self.task is not None and self.task is not self.registry.default():
             result = await self.start_default(proto.SOURCE_VOICE)
             if not result["accepted"]:
                 log.info("[%s] wake word during %s: %s", self.session.device_id, self.active, result["reason"])
