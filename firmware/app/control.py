@@ -1,7 +1,7 @@
 # MQTT control: requests from the parents' app on cmd/ctl and cmd/task
 # (every action on either), acks on rpt/ack, reports on rpt/state.
 #
-#   ctl = Control(device_id, publish, actions, clock)
+#   ctl = Control(device_id, publish, actions, clock, store)
 #   await ctl.on_message(topic, payload)        # from lib/mqtt.py
 #
 # Each request is checked with proto.decode_mqtt_request. Outcomes:
@@ -13,7 +13,16 @@
 #   req_id can be found in the payload's first bytes (senders put the header
 #   first), else reported on rpt/state.
 # A req_id seen among the last RECENT requests is not executed again and
-# not acked again (the broker re-delivers QoS 1 messages).
+# not acked again (the broker re-delivers QoS 1 messages, and a retained
+# request comes back at every connect). The ring survives reboots: a short
+# digest of each req_id, kept as one record in NVS (`store`, the firmware's
+# RecordStore), written once per new request.
+# A request whose header timestamp (unix ms, or s when below 1e11) is more
+# than STALE_S older than our clock is refused as stale, not run: a "start
+# now" must not fire at the next boot. Only when the clock is set (after
+# CLOCK_SET); without a timestamp only the ring protects.
+import binascii
+import hashlib
 import json
 
 import log
@@ -26,7 +35,19 @@ except ImportError:  # CPython
         return x
 
 RECENT = const(16)
+STALE_S = const(900)           # generous: the simulated board's clock may run fast
+CLOCK_SET = const(1700000000)  # 2023-11: a clock before this has not been set
+REC_SEEN = "req_seen"
 _log = log.get("control")
+
+
+def _digest(rid):
+    # 48 bits of the req_id's SHA-256: 16 of them fit a small NVS record.
+    return binascii.hexlify(hashlib.sha256(rid.encode()).digest()[:6]).decode()
+
+
+def _seconds(ts):
+    return ts // 1000 if ts > 100000000000 else ts
 
 
 def _scan_req_id(head):
@@ -62,25 +83,56 @@ def _peek_req_id(payload):
 
 
 class Control:
-    def __init__(self, device_id, publish, actions, clock=None):
+    def __init__(self, device_id, publish, actions, clock=None, store=None):
         self.device_id = device_id
         self._publish = publish          # async fn(topic, bytes) -> bool
         self._actions = actions          # action -> async fn(request) -> (code, reason, message)
         self._clock = clock
+        self._store = store              # get(name) / put(name, record): the ring across reboots
         self.on_ack = None               # fn(req_id, action, code, reason, message), for events
-        self._recent = [None] * RECENT   # ring of recent req_ids
+        self._recent = [None] * RECENT   # ring of digests of recent req_ids
         self._at = 0
+        self._load()
         self.ack_topic = proto.topic(proto.TOPIC_RPT_ACK, device_id)
         self.state_topic = proto.topic(proto.TOPIC_RPT_STATE, device_id)
         self.topics = (proto.topic(proto.TOPIC_CMD_CTL, device_id),
                        proto.topic(proto.TOPIC_CMD_TASK, device_id))
 
+    def _load(self):
+        if self._store is None:
+            return
+        try:
+            rec = self._store.get(REC_SEEN)
+        except Exception as e:  # an unreadable ring must not stop the MQTT side
+            _log.warn("handled requests not read: %r", e)
+            return
+        if isinstance(rec, dict) and isinstance(rec.get("ids"), list):
+            ids = [i for i in rec["ids"] if isinstance(i, str)][-RECENT:]
+            for i in range(len(ids)):
+                self._recent[i] = ids[i]
+            at = rec.get("at")
+            self._at = len(ids) if len(ids) < RECENT else (at % RECENT if isinstance(at, int) else 0)
+
     def _seen(self, rid):
-        if rid in self._recent:
+        d = _digest(rid)
+        if d in self._recent:
             return True
-        self._recent[self._at] = rid
+        self._recent[self._at] = d
         self._at = (self._at + 1) % RECENT
+        if self._store is not None:
+            try:
+                self._store.put(REC_SEEN, {"ids": [i for i in self._recent if i], "at": self._at})
+            except Exception as e:
+                _log.warn("handled request %s not saved: %r", rid, e)
         return False
+
+    def _age(self, req):
+        """Seconds since the request was made, when both its timestamp and our clock say; else None."""
+        ts = req["header"].get("timestamp")
+        now = self._now()
+        if ts is None or now is None or now < CLOCK_SET:
+            return None
+        return now - _seconds(ts)
 
     async def ack(self, req_id, code, message, action=None, reason=None):
         a = proto.mqtt_ack(req_id, code == proto.ACK_ACCEPTED, code, message[:500], action=action,
@@ -137,6 +189,11 @@ class Control:
             return
         if self._seen(rid):
             _log.info("duplicate request %s ignored", rid)
+            return
+        age = self._age(req)
+        if age is not None and age > STALE_S:
+            await self.ack(rid, proto.ACK_REFUSED, "request made %d s ago (limit %d s): not run" % (age, STALE_S),
+                           action=action, reason="stale")
             return
         if action == proto.ACTION_PLAY_MEDIA:
             await self.ack(rid, proto.ACK_REFUSED, "PLAY_MEDIA is legacy: use START_APP_TASK",

@@ -42,7 +42,7 @@ class Remote:
             proto.ACTION_START_APP_TASK: self._start_app_task,
             proto.ACTION_SET_ALARM: self._set_alarm,
             proto.ACTION_UNSET_ALARM: self._unset_alarm,
-        }, entry.rtc)
+        }, entry.rtc, entry.records)
         self.control.on_ack = self._acked
         host, port = _parse_url(url)
         c = mqtt.MQTTClient(host, port, "xz-" + dev_id, on_message=self._on_message,

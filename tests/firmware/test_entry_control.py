@@ -38,3 +38,87 @@ async def test_oversize_without_req_id_is_reported():
     t.eq(sent[0][1]["event"], "request_dropped")
     await c.on_oversize("other/topic", 70000, b'{"header": {"req_id": "z"}}', 2048)
     t.eq(len(sent), 2)
+
+
+class _Clock:
+    def __init__(self, now):
+        self.now = now
+
+    def time(self):
+        return self.now
+
+
+NOW = 1767225600  # 2026-01-01
+
+
+def _board_store(path):
+    from hal.host.nvs import NVSFlash
+    import nvs_store
+    return nvs_store.RecordStore(NVSFlash(path).open("xiaozhi"))
+
+
+def _request(rid, ts=None, dev="02:00:00:00:00:01"):
+    header = {"device_id": dev, "req_id": rid}
+    if ts is not None:
+        header["timestamp"] = ts
+    return json.dumps(proto.mqtt_request(header, proto.ACTION_UNSET_ALARM, {"alarm_id": "a1"})).encode()
+
+
+def _counting(store, clock):
+    ran = []
+
+    async def unset(req):
+        ran.append(req["header"]["req_id"])
+        return proto.ACK_ACCEPTED, "removed", "ok"
+    sent = []
+
+    async def publish(topic, data, qos=1):
+        sent.append(json.loads(data))
+        return True
+    c = control.Control("02:00:00:00:00:01", publish, {proto.ACTION_UNSET_ALARM: unset}, clock, store)
+    return c, ran, sent
+
+
+async def test_a_request_handled_before_a_reboot_is_not_run_again():
+    path = t.tmpdir("ring") + "/nvs.json"
+    c, ran, sent = _counting(_board_store(path), _Clock(NOW))
+    await c.on_message(c.topics[0], _request("r-1", NOW * 1000))
+    t.eq((ran, [a["req_id"] for a in sent]), (["r-1"], ["r-1"]))
+    # Power cycle: a new Control on the same NVS gets the retained request again.
+    c, ran, sent = _counting(_board_store(path), _Clock(NOW + 60))
+    await c.on_message(c.topics[0], _request("r-1", NOW * 1000))
+    t.eq((ran, sent), ([], []))
+    await c.on_message(c.topics[0], _request("r-2", (NOW + 60) * 1000))
+    t.eq(ran, ["r-2"])
+
+
+async def test_the_ring_keeps_the_last_sixteen_across_reboots():
+    path = t.tmpdir("ring16") + "/nvs.json"
+    c, ran, _ = _counting(_board_store(path), _Clock(NOW))
+    for i in range(20):
+        await c.on_message(c.topics[0], _request("r-%d" % i, NOW))
+    c, ran, _ = _counting(_board_store(path), _Clock(NOW))
+    for i in range(4, 20):
+        await c.on_message(c.topics[0], _request("r-%d" % i, NOW))
+    t.eq(ran, [])
+    await c.on_message(c.topics[0], _request("r-3", NOW))
+    t.eq(ran, ["r-3"])   # it fell out of the ring: the limit of 16
+
+
+async def test_a_stale_request_is_refused_not_run():
+    c, ran, sent = _counting(None, _Clock(NOW))
+    await c.on_message(c.topics[1], _request("old-ms", (NOW - 3600) * 1000))
+    await c.on_message(c.topics[1], _request("old-s", NOW - control.STALE_S - 5))
+    t.eq(ran, [])
+    t.eq([(a["req_id"], a["code"], a["reason"]) for a in sent],
+         [("old-ms", proto.ACK_REFUSED, "stale"), ("old-s", proto.ACK_REFUSED, "stale")])
+    t.true("3600 s ago" in sent[0]["message"], sent[0]["message"])
+    await c.on_message(c.topics[1], _request("fresh", (NOW - 30) * 1000))
+    await c.on_message(c.topics[1], _request("no-timestamp"))
+    t.eq(ran, ["fresh", "no-timestamp"])
+
+
+async def test_an_unset_clock_judges_no_age():
+    c, ran, sent = _counting(None, _Clock(946684800))   # the DS3231 after a battery change: 2000-01-01
+    await c.on_message(c.topics[0], _request("r-old", (NOW - 86400) * 1000))
+    t.eq(ran, ["r-old"])
