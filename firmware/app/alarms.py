@@ -1,24 +1,34 @@
 # Alarms set over MQTT (SET_ALARM / UNSET_ALARM), kept in NVS and served by
 # DS3231 alarm 1.
 #
-#   al = Alarms(rtc, store, tz_offset_s)       # store: a RecordStore
-#   al.set(payload, now) -> None or a refusal reason     (payload: mqtt.set_alarm)
-#   al.unset(alarm_id)   -> True if it existed
-#   entry = al.fired(now)  # the chip's alarm went off: the entry that is due
+#   al = Alarms(rtc, store, tz_offset_s, pending_store)   # RecordStores
+#   entry = al.boot(now)     # at boot: the journal rolled forward, the due entry or None
+#   al.set(payload, now)     -> None or a refusal reason   (payload: mqtt.set_alarm)
+#   al.unset(alarm_id, now)  -> True if it existed (False: it was already absent)
+#   entry = al.fired(now)    # the chip's INT went low: the entry that is due, or None
 #
 # An entry is one-shot (`at`, Unix seconds) or repeating (`time` "HH:MM"
-# local time, optional `days` 1=Mon..7=Sun, every day without). Only one
-# time can be in the chip: after every change the next due entry is
-# programmed as a date+time match (set_alarm_once) and recorded as
-# "armed". The chip's date match ignores the month, so an alarm more than
-# a month away can fire early: fired() checks the entry is really due and
-# otherwise just re-arms. A one-shot entry is dropped once it fired.
+# local time, optional `days` 1=Mon..7=Sun, every day without).
 #
-# pending_task follows the next armed entry (source schedule, alarm_id);
-# when nothing is armed it is left as it is, so a task skipped by a
-# higher-priority one stays pending. Limits: MAX_ALARMS entries.
+# The table (record "alarms") is the truth; derive() makes the rest follow
+# it: the chip (alarm 1), the record "armed" {alarm_id, at, wake} of what
+# the chip waits for, and pending_task (the next armed entry's task, else
+# chat). A change is one transaction: its intent goes to the record
+# "journal" first, then the table, the derived state, and the journal is
+# erased. Every step can be repeated, so a power cut anywhere leaves the
+# old table (cut before the journal was whole) or a journal that the next
+# boot applies again; and every boot derives the chip and pending again.
+#
+# The chip's date match has no month: a date 28 days or more ahead would
+# also match the same day of an earlier month. Such an alarm arms the chip
+# for an intermediate wake HORIZON_S ahead instead, and every wake checks
+# the full date against "armed": a wake before its time runs nothing and
+# arms the chip again. A due occurrence counts once: "armed" moves on (or
+# the one-shot leaves the table) before its task runs, so a power cut can
+# lose a lesson but never run it twice or early. Limits: MAX_ALARMS entries.
+import log
 import proto
-from app import gateway
+from hal import civil
 
 try:
     from micropython import const
@@ -28,10 +38,13 @@ except ImportError:  # CPython
 
 MAX_ALARMS = const(8)
 DAY = const(86400)
-EARLY_S = const(60)   # an alarm within this of its time counts as due
+HORIZON_S = const(2332800)     # 27 days: no day of the month comes twice within it
 REC_ALARMS = "alarms"
 REC_ARMED = "armed"
+REC_JOURNAL = "journal"
 REC_PENDING = "pending"
+
+_log = log.get("alarms")
 
 
 def parse_hhmm(text):
@@ -72,6 +85,12 @@ def next_alarm(entries, now, tz_offset_s=0):
     return best, best_e
 
 
+def wake_for(at, now):
+    """What to program into the chip for an alarm at `at`: `at` itself when
+    its day of the month cannot come earlier, else an intermediate wake."""
+    return at if at - now < HORIZON_S else now + HORIZON_S
+
+
 def pending_for(entry, now):
     tk = entry["task"]
     return proto.pending_task(tk["app_id"], tk["task_id"], proto.SOURCE_SCHEDULE, now,
@@ -83,23 +102,58 @@ def default_pending(now):
                               proto.SOURCE_DEFAULT_CHAT, now, params={})
 
 
+def same_task(a, b):
+    """Two pending_task records name the same task (updated_at aside)."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    for k in ("app_id", "task_id", "source", "alarm_id"):
+        if a.get(k) != b.get(k):
+            return False
+    return (a.get("params") or {}) == (b.get("params") or {})
+
+
+def task_of(entry):
+    """The gateway's task shape for an alarm's entry."""
+    tk = entry["task"]
+    return {"app_id": tk["app_id"], "task_id": tk["task_id"], "params": tk.get("params") or {},
+            "source": proto.SOURCE_SCHEDULE, "alarm_id": entry["alarm_id"]}
+
+
 class Alarms:
     def __init__(self, rtc, store, tz_offset_s=0, pending_store=None):
         self._rtc = rtc
-        self._store = store                       # schedule + armed (bigger records)
+        self._store = store                       # table, armed, journal (bigger records)
         self._pending = pending_store or store    # pending_task
         self.tz = tz_offset_s
         rec = store.get(REC_ALARMS)
         self.entries = rec["list"] if isinstance(rec, dict) and isinstance(rec.get("list"), list) else []
-
-    def _save(self):
-        self._store.put(REC_ALARMS, {"list": self.entries})
 
     def find(self, alarm_id):
         for e in self.entries:
             if e["alarm_id"] == alarm_id:
                 return e
         return None
+
+    def armed(self):
+        return self._store.get(REC_ARMED)
+
+    # ---- changes: one journaled transaction each ----
+
+    def _apply(self, op):
+        # Idempotent: applying a change twice leaves the table as once.
+        e = op.get("entry")
+        old = self.find(e["alarm_id"] if e else op["id"])
+        if old is not None:
+            self.entries.remove(old)
+        if e:
+            self.entries.append(e)
+
+    def _commit(self, op, now):
+        self._store.put(REC_JOURNAL, op)
+        self._apply(op)
+        self._store.put(REC_ALARMS, {"list": self.entries})
+        self.derive(now)
+        self._store.delete(REC_JOURNAL)
 
     def set(self, payload, now):
         """Store and arm an alarm; a refusal reason string, or None when done."""
@@ -116,66 +170,97 @@ class Alarms:
             e["time"] = payload["time"]
             if payload.get("days"):
                 e["days"] = payload["days"]
-        old = self.find(e["alarm_id"])
-        if old is not None:
-            self.entries.remove(old)
-        elif len(self.entries) >= MAX_ALARMS:
+        if self.find(e["alarm_id"]) is None and len(self.entries) >= MAX_ALARMS:
             return "at most %d alarms" % MAX_ALARMS
-        self.entries.append(e)
-        self._save()
-        self.arm(now)
+        self._commit({"entry": e}, now)
         return None
 
     def unset(self, alarm_id, now):
-        e = self.find(alarm_id)
-        if e is None:
+        """Remove an alarm. Removing one that is not there changes nothing
+        (a request sent again after a power cut must converge)."""
+        if self.find(alarm_id) is None:
+            self.derive(now)
             return False
-        self.entries.remove(e)
-        self._save()
-        p = self._pending.get(REC_PENDING)
-        if isinstance(p, dict) and p.get("alarm_id") == alarm_id:
-            self._pending.put(REC_PENDING, default_pending(now))
-        self.arm(now)
+        self._commit({"id": alarm_id}, now)
         return True
 
-    def arm(self, now):
-        """Program the chip with the next due entry (or switch it off)."""
-        t, e = next_alarm(self.entries, now, self.tz)
-        if e is None:
-            self._rtc.enable_alarm(False)
-            self._rtc.clear_alarm()
-            self._store.delete(REC_ARMED)
-            return None
-        self._rtc.clear_alarm()
-        self._rtc.set_alarm_once(t)
-        self._rtc.enable_alarm(True)
-        self._store.put(REC_ARMED, {"alarm_id": e["alarm_id"], "at": t})
-        p = self._pending.get(REC_PENDING)
-        want = pending_for(e, now)
-        if not isinstance(p, dict) or p.get("alarm_id") != e["alarm_id"] or \
-                p.get("app_id") != want["app_id"] or p.get("task_id") != want["task_id"] or \
-                p.get("params") != want["params"]:
-            self._pending.put(REC_PENDING, want)
-        return t
-
-    def armed(self):
-        return self._store.get(REC_ARMED)
-
-    def fired(self, now):
-        """The chip's alarm went off: the due entry (dropped if one-shot), or
-        None when it was early or unknown. Re-arms the chip either way."""
-        a = self.armed()
-        e = self.find(a["alarm_id"]) if isinstance(a, dict) else None
-        if e is None or a["at"] - now > EARLY_S:
-            self.arm(now)
-            return None
-        if "at" in e:
-            self.entries.remove(e)
-            self._save()
-        self.arm(max(now, a["at"]))
+    def boot(self, now):
+        """At boot: roll a leftover journal forward, then treat the time as a
+        wake (a due occurrence is run once, else the chip is armed again)."""
+        j = self._store.get(REC_JOURNAL)
+        if j is not None:
+            try:
+                self._apply(j)
+                self._store.put(REC_ALARMS, {"list": self.entries})
+                _log.info("journal rolled forward: %r", j)
+            except (KeyError, TypeError, AttributeError, ValueError) as err:
+                _log.error("unusable journal %r dropped: %r", j, err)
+        e = self.fired(now)
+        if j is not None:
+            self._store.delete(REC_JOURNAL)
         return e
 
-    def task_of(self, entry):
-        tk = entry["task"]
-        return gateway.task(tk["app_id"], tk["task_id"], tk.get("params"), proto.SOURCE_SCHEDULE,
-                            entry["alarm_id"])
+    # ---- the chip ----
+
+    def _armed_entry(self, a):
+        """The entry that still wants the armed occurrence, or None."""
+        if not isinstance(a, dict):
+            return None
+        e = self.find(a.get("alarm_id"))
+        if e is None or next_due(e, a["at"] - 1, self.tz) != a["at"]:
+            return None
+        return e
+
+    def fired(self, now):
+        """A wake (INT, or the boot): the entry whose armed time has come, or
+        None when it has not (an intermediate or month-blind early match).
+        The chip is armed for the next time either way."""
+        a = self.armed()
+        e = self._armed_entry(a)
+        if e is None or a["at"] > now:
+            self.derive(now)
+            return None
+        if "at" in e:
+            self._commit({"id": e["alarm_id"]}, max(now, a["at"]))
+        else:
+            self._store.delete(REC_ARMED)   # this occurrence is spent
+            self.derive(max(now, a["at"]))
+        return e
+
+    def derive(self, now):
+        """Make the chip, "armed" and pending follow the table; writes only
+        what differs. An occurrence that has come but not been run yet stays
+        armed for fired()."""
+        a = self.armed()
+        e = self._armed_entry(a)
+        if e is not None and a["at"] <= now:
+            want = pending_for(e, now)
+        else:
+            t, e = next_alarm(self.entries, now, self.tz)
+            rtc = self._rtc
+            if e is None:
+                if rtc.alarm_enabled():
+                    rtc.enable_alarm(False)
+                if rtc.alarm_fired():
+                    rtc.clear_alarm()
+                if a is not None:
+                    self._store.delete(REC_ARMED)
+                want = default_pending(now)
+            else:
+                w = wake_for(t, now)
+                if isinstance(a, dict) and a.get("alarm_id") == e["alarm_id"] and a["at"] == t and \
+                        now < a.get("wake", 0) <= w:
+                    w = a["wake"]           # an intermediate wake already armed stays
+                _, _, d, h, mi, s, _ = civil.from_epoch(w)
+                if rtc.alarm() != ("date", d, h, mi, s):
+                    rtc.set_alarm_once(w)
+                if rtc.alarm_fired():
+                    rtc.clear_alarm()       # releases INT for the next match
+                if not rtc.alarm_enabled():
+                    rtc.enable_alarm(True)
+                rec = {"alarm_id": e["alarm_id"], "at": t, "wake": w}
+                if a != rec:
+                    self._store.put(REC_ARMED, rec)
+                want = pending_for(e, now)
+        if not same_task(self._pending.get(REC_PENDING), want):
+            self._pending.put(REC_PENDING, want)

@@ -1,11 +1,16 @@
 # Which task the device runs after boot (DESIGN 2.4), first hit wins:
 #   1. a cached MQTT immediate command that has not run yet;
-#   2. an alarm wake (or an alarm that fell due) with a task that is not
-#      chat.conversation: the alarm's task, source schedule, no chat first;
-#   3. a stored pending task of another source, else chat.conversation
+#   2. an alarm whose date has come (checked against the alarm table, not
+#      the chip's flag) with a task that is not chat.conversation: the
+#      alarm's task, source schedule, no chat first;
+#   3. an alarm wake with no alarm due (an intermediate wake for a date
+#      the chip cannot express, or a month-blind early match): "not_due",
+#      the board goes back to standby;
+#   4. a stored pending task of another source, else chat.conversation
 #      (also on first provisioning, when NVS holds nothing at all).
-# A pending task that belongs to an alarm waits for that alarm: a lesson
-# set for 7:00 does not start at a 6:00 reboot.
+# A pending task of source schedule never runs by itself: it only says
+# which lesson waits for the next alarm (a lesson set for 7:00 does not
+# start at a 6:00 reboot, nor at a wake a month early).
 import proto
 
 
@@ -25,23 +30,22 @@ def valid(rec):
     return isinstance(rec, dict) and proto.validate("registry.pending_task", rec) is None
 
 
-def resolve(wake_cause, alarm_due, cached, pending, alarm_task=None):
-    """(task, why). cached/pending are NVS records (or None), alarm_task is
-    the fired alarm's task from the schedule (or None)."""
+def resolve(wake_cause, cached, pending, alarm_task=None):
+    """(task, why). cached/pending are NVS records (or None); alarm_task is
+    the task of the alarm that is due now (or None)."""
     if isinstance(cached, dict) and proto.validate("mqtt.start_app_task", _strip(cached)) is None:
         return _task(cached["app_id"], cached["task_id"], cached.get("params"),
-                            proto.SOURCE_MQTT_IMMEDIATE), "cached_mqtt"
-    if wake_cause == proto.WAKE_ALARM or alarm_due:
-        t = alarm_task
-        if t is None and valid(pending) and pending["source"] == proto.SOURCE_SCHEDULE:
-            t = pending
-        if t is not None and not _is_default(t):
-            return _task(t["app_id"], t["task_id"], t.get("params"), proto.SOURCE_SCHEDULE,
-                                t.get("alarm_id")), "alarm"
+                     proto.SOURCE_MQTT_IMMEDIATE), "cached_mqtt"
+    if alarm_task is not None:
+        if not _is_default(alarm_task):
+            return _task(alarm_task["app_id"], alarm_task["task_id"], alarm_task.get("params"),
+                         proto.SOURCE_SCHEDULE, alarm_task.get("alarm_id")), "alarm"
+    elif wake_cause == proto.WAKE_ALARM:
+        return _task(proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, {}, proto.SOURCE_DEFAULT_CHAT), "not_due"
     if valid(pending) and not _is_default(pending) and \
             pending["source"] != proto.SOURCE_SCHEDULE:
         return _task(pending["app_id"], pending["task_id"], pending.get("params"),
-                            pending["source"]), "pending"
+                     pending["source"]), "pending"
     return _task(proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, {}, proto.SOURCE_DEFAULT_CHAT), "default"
 
 

@@ -7,6 +7,7 @@
 #   task, why = entry.boot_task()       # after Wi-Fi, before the first connect
 #   entry.start()                       # MQTT and the alarm watcher
 import asyncio
+import gc
 import sys
 
 import ds3231
@@ -67,7 +68,6 @@ class Entry:
             from app import gateway as gateway_mod
             from app.handoff import HandOff
             self._gateway = gateway_mod.Gateway(HandOff(self.dev), self.dev.bus)
-            self._gateway.on_finished.append(self._finished)
         return self._gateway
 
     def player_event(self, event):
@@ -81,11 +81,18 @@ class Entry:
     @property
     def alarms(self):
         if self._alarms is None:
+            gc.collect()   # the unix port compiles the module into the heap: room first
             from app import alarms as alarms_mod
             tz = int(self.dev.cfg.get("timezone_offset_min", 0)) * 60
             self._alarms = alarms_mod.Alarms(self.rtc, nvs_store.RecordStore(self.dev.board.nvs("xzalarms"), 2048),
                                              tz, pending_store=self.records)
         return self._alarms
+
+    def _alarms_in_use(self):
+        # Cheap: no record read, no module loaded (a plain boot keeps its heap).
+        st = nvs_store.RecordStore(self.dev.board.nvs("xzalarms"), 0)
+        return st.has("alarms") or st.has("journal") or st.has("armed") or \
+            self.rtc.alarm_enabled() or self.rtc.alarm_fired()
 
     @property
     def commands(self):
@@ -111,15 +118,21 @@ class Entry:
             self.rtc.set_time(self.clock.time())
         now = self.now()
         cause = self.dev.board.wake_cause()
-        entry = None
-        if cause == proto.WAKE_ALARM or self.rtc.alarm_fired():
-            entry = self.alarms.fired(now)
+        # Every boot: a change cut by a power loss is finished, the chip is
+        # armed from the table again, and only an alarm whose date has come runs.
+        due = None
+        if self._alarms_in_use():
+            entry = self.alarms.boot(now)
             if entry is not None:
                 self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=now, what="fired")
+                from app.alarms import task_of
+                due = task_of(entry)
+            self._alarms = None       # loaded again when the chip fires or SET_ALARM comes
+            forget("app.alarms")
+            gc.collect()
         from app import boot_resolver
-        t, why = boot_resolver.resolve(cause, entry is not None, self.records.get(REC_CACHED),
-                                       self.records.get(REC_PENDING),
-                                       self.alarms.task_of(entry) if entry else None)
+        t, why = boot_resolver.resolve(cause, self.records.get(REC_CACHED), self.records.get(REC_PENDING),
+                                       due)
         del boot_resolver
         forget("app.boot_resolver")   # runs once per boot
         _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
@@ -128,6 +141,12 @@ class Entry:
     async def run_boot_task(self, t, why):
         if why == "default":
             return await self._default_chat()
+        if why == "not_due":
+            # Woken for an intermediate alarm (or a month-blind early match):
+            # the chip is armed again, the board goes back to standby.
+            _log.info("alarm wake before any alarm is due: back to standby")
+            self.dev.power.request(proto.STANDBY_POWER_OFF)
+            return None
         out = await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
                                                 t.get("alarm_id"))
         if why == "cached_mqtt":
@@ -136,6 +155,10 @@ class Entry:
                 self.records.delete(REC_CACHED)
             if cached.get("req_id"):
                 self._late_acks.append((cached["req_id"], out))
+        elif why == "alarm" and out["code"] != proto.ACK_ACCEPTED:
+            await self.report("alarm_failed", "alarm %s: %s" % (t.get("alarm_id"), out["message"]))
+        if out["code"] == proto.ACK_REFUSED:
+            await self._default_chat()   # the task cannot run (a missing lesson): chat
         return out
 
     async def _default_chat(self):
@@ -169,12 +192,12 @@ class Entry:
     async def _alarm_loop(self):
         while True:
             await self._alarm_flag.wait()
-            if not self.rtc.alarm_fired():
-                continue
+            # The full date is checked against the table, whatever the chip's flag says.
             entry = self.alarms.fired(self.now())
             if entry is None:
                 continue
-            t = self.alarms.task_of(entry)
+            from app.alarms import task_of
+            t = task_of(entry)
             verdict, why = self.gateway.verdict(proto.SOURCE_SCHEDULE)
             if verdict == "refuse":
                 _log.warn("alarm %s skipped: %s", entry["alarm_id"], why)
@@ -183,18 +206,10 @@ class Entry:
                 await self.report("alarm_skipped", "alarm %s skipped: %s" % (entry["alarm_id"], why))
                 continue
             self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=self.now(), what="fired")
-            await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
-                                              t.get("alarm_id"))
-
-    def _finished(self, t, natural):
-        if t["source"] != proto.SOURCE_SCHEDULE:
-            return
-        p = self.records.get(REC_PENDING)
-        if not isinstance(p, dict) or p.get("alarm_id") in (None, t.get("alarm_id")):
-            self.records.put(REC_PENDING, proto.pending_task(
-                proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, proto.SOURCE_DEFAULT_CHAT, self.now(), params={}))
-            _log.info("scheduled %s.%s finished: pending is %s.%s again", t["app_id"], t["task_id"],
-                      proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID)
+            out = await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
+                                                    t.get("alarm_id"))
+            if out["code"] != proto.ACK_ACCEPTED:
+                await self.report("alarm_failed", "alarm %s: %s" % (entry["alarm_id"], out["message"]))
 
     # ---- voice ----
 

@@ -128,7 +128,8 @@ class Remote:
     async def _unset_alarm(self, req):
         aid = req["payload"]["alarm_id"]
         if not self.entry.alarms.unset(aid, self.entry.now()):
-            return proto.ACK_REFUSED, "unknown_alarm", "no alarm %s" % aid
+            # Idempotent: a request sent again after a power cut cut off our ack.
+            return proto.ACK_ACCEPTED, "already_absent", "alarm %s is not set (already absent)" % aid
         self.dev.bus.emit("alarm", alarm_id=aid, at=None, what="cleared")
         return proto.ACK_ACCEPTED, "removed", "alarm %s removed" % aid
 

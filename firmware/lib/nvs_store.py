@@ -72,6 +72,10 @@ class RecordStore:
             rec = self._read_slot(other)
         return default if rec is None else rec
 
+    def has(self, name):
+        """Whether the record exists, without reading it (no JSON, no buffer)."""
+        return self._generation(self._keys(name)[2]) is not None
+
     def put(self, name, record):
         k0, k1, gkey = self._keys(name)
         data = json.dumps(record).encode()

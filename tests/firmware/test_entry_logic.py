@@ -4,6 +4,8 @@ import t
 import hal.host  # noqa: F401
 import proto
 import mqtt
+import ds3231
+import nvs_store
 from app import gateway, boot_resolver, alarms, commands
 
 DAY = 86400
@@ -35,21 +37,21 @@ def test_boot_resolution_table():
     rep = _pending("english_learning", "repeater", "schedule", "a1")
     chat = _pending("chat", "conversation", "default_chat")
     cached = {"req_id": "r1", "app_id": "english_translation", "task_id": "live_translate", "params": {}}
+    due = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "b.mp3"}, "alarm_id": "d1"}
     r = boot_resolver.resolve
-    t.eq(r("power_on", False, cached, rep)[1], "cached_mqtt")
-    t.eq(r("power_on", False, cached, rep)[0]["source"], "mqtt_immediate")
-    task, why = r("alarm", True, None, rep)
-    t.eq((why, task["source"], task["app_id"], task["alarm_id"]), ("alarm", "schedule", "english_learning", "a1"))
-    t.eq(r("alarm", True, None, chat)[1], "default")                       # chat pending: no alarm task
-    t.eq(r("power_on", False, None, rep)[1], "default")                    # not due yet: waits
-    t.eq(r("power_on", False, None, None)[1], "default")                   # first provisioning
-    t.eq(r("power_on", False, None, {"app_id": 5})[1], "default")          # garbage
-    t.eq(r("power_on", False, {"app_id": "x"}, None)[1], "default")        # bad cache ignored
+    t.eq(r("power_on", cached, rep)[1], "cached_mqtt")
+    t.eq(r("alarm", cached, rep, due)[0]["source"], "mqtt_immediate")
+    task, why = r("alarm", None, chat, due)                              # the due alarm's own task
+    t.eq((why, task["source"], task["params"], task["alarm_id"]), ("alarm", "schedule", {"name": "b.mp3"}, "d1"))
+    t.eq(r("power_on", None, chat, due)[1], "alarm")                     # fell due while unpowered
+    t.eq(r("alarm", None, rep)[1], "not_due")                            # woken early: the pending lesson waits
+    t.eq(r("alarm", None, rep, dict(due, app_id="chat", task_id="conversation"))[1], "default")  # a chat alarm
+    t.eq(r("power_on", None, rep)[1], "default")                         # not due yet: waits
+    t.eq(r("power_on", None, None)[1], "default")                        # first provisioning
+    t.eq(r("power_on", None, {"app_id": 5})[1], "default")               # garbage
+    t.eq(r("power_on", {"app_id": "x"}, None)[1], "default")             # bad cache ignored
     other = _pending("english_translation", "live_translate", "voice")
-    t.eq(r("power_on", False, None, other)[1], "pending")
-    # the fired alarm's own task wins over a pending written back to chat
-    at = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "b.mp3"}, "alarm_id": "d1"}
-    t.eq(r("alarm", True, None, chat, at)[0]["params"], {"name": "b.mp3"})
+    t.eq(r("power_on", None, other)[1], "pending")
 
 
 def test_next_due_one_shot_daily_and_days():
@@ -67,53 +69,33 @@ def test_next_due_one_shot_daily_and_days():
     t.raises(ValueError, alarms.parse_hhmm, "25:00")
 
 
-class _Rtc:
-    def __init__(self):
-        self.once = None
-        self.enabled = False
-
-    def set_alarm_once(self, secs):
-        self.once = secs
-
-    def enable_alarm(self, on=True):
-        self.enabled = on
-
-    def clear_alarm(self):
-        pass
-
-
-class _Store:
-    def __init__(self):
-        self.d = {}
-
-    def get(self, k, default=None):
-        return self.d.get(k, default)
-
-    def put(self, k, v):
-        self.d[k] = v
-
-    def delete(self, k):
-        self.d.pop(k, None)
-
-
 def test_alarm_table_arms_the_next_and_keeps_pending():
-    rtc, st = _Rtc(), _Store()
+    b = hal.host.board(t.tmpdir("al"), exit_fn=lambda code: None)
+    rtc = ds3231.DS3231(b.i2c)
+    now = MON + 8 * 3600 + 2000 * 7 * DAY     # a Monday 08:00 in 2008 (the chip holds 2000..2199)
+    rtc.set_time(now)
+    st = nvs_store.RecordStore(b.nvs("xzalarms"), 2048)
     al = alarms.Alarms(rtc, st)
-    now = MON + 8 * 3600
     task = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "a.mp3"}}
     t.eq(al.set({"alarm_id": "old", "at": now - 5, "pending_task": task}, now) is not None, True)
     t.eq(al.set({"alarm_id": "d", "time": "09:00", "pending_task": task}, now), None)
     t.eq(al.set({"alarm_id": "o", "at": now + 120, "pending_task": task}, now), None)
-    t.eq(rtc.once, now + 120)
+    t.eq(b.rtc_model.seconds_to_next_alarm(), 120)
     t.eq(st.get("pending")["alarm_id"], "o")
     t.eq(st.get("pending")["source"], "schedule")
-    e = al.fired(now + 121)
+    t.eq(al.fired(now + 30), None)            # early: nothing runs, still armed
+    t.eq(al.armed()["alarm_id"], "o")
+    b.clock.warp(121)
+    t.true(rtc.alarm_fired(), "the chip fired")
+    e = al.fired(rtc.time())
     t.eq(e["alarm_id"], "o")
     t.eq(al.find("o"), None)                  # one-shot dropped
-    t.eq(rtc.once, MON + 9 * 3600)            # the daily one is next
-    t.eq(al.fired(now + 200), None)           # early (month-blind chip match): re-armed only
-    t.true(al.unset("d", now + 200), "unset")
-    t.eq(rtc.enabled, False)
+    t.eq(al.armed()["at"], now + 3600)        # the daily one is next: today 09:00
+    t.true(not rtc.alarm_fired(), "INT released")
+    t.eq(st.get("pending")["alarm_id"], "d")
+    t.true(al.unset("d", rtc.time()), "unset")
+    t.eq(al.unset("d", rtc.time()), False)    # already absent: nothing changes
+    t.true(not rtc.alarm_enabled(), "nothing armed")
     t.eq(st.get("pending")["app_id"], "chat")
 
 
