@@ -39,13 +39,24 @@ def test_shipped_registry_has_the_three_apps():
     assert r.find("english_learning", "idiom_chain").reserved
 
 
-def test_server_refuses_to_start_on_a_bad_registry(tmp_path):
+def bad_seed():
+    # The seed plan's spelling (test_seed_registry.py): errors name its fields too.
+    data = json.loads((ROOT / "tests" / "host" / "runtime" / "data" / "seed_apps.json").read_text(encoding="utf-8"))
+    data["apps"]["chat"]["tool_policy"] = "all"
+    return data
+
+
+@pytest.mark.parametrize("data,named", [
+    (lambda: broken(lambda d: d["apps"][0]["tasks"][0].__setitem__("tool_policy", "all")), "tasks[0].tool_policy"),
+    (bad_seed, "apps.chat.tool_policy"),
+], ids=["ours", "seed"])
+def test_server_refuses_to_start_on_a_bad_registry(tmp_path, data, named):
     bad = tmp_path / "apps.json"
-    bad.write_text(json.dumps(broken(lambda d: d["apps"][0]["tasks"][0].__setitem__("tool_policy", "all"))))
+    bad.write_text(json.dumps(data()))
     cfg = tmp_path / "server.yaml"
     cfg.write_text("apps:\n  registry: %s\nserver:\n  ws_port: 0\n  http_port: 0\nmqtt:\n  url: mqtt://127.0.0.1:1\n" % bad)
     p = subprocess.run([sys.executable, "-m", "xiaozhi_server", "run", "--config", str(cfg)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
-    assert "tasks[0].tool_policy" in p.stderr
+    assert named in p.stderr
     assert "Traceback" not in p.stderr

@@ -2,22 +2,11 @@
 chat.conversation, as the ASR writes them (with marks, spaces, 儿), over
 the real WebSocket with the real translate MCP process: the words are
 never translated, and the translator still works in between."""
-import pytest
-
-from testkit.fake_llm import FakeLLM
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
 OPENERS = {"opener_lines": {"zh": ["你好呀！"], "en": ["Hi!"]}}
 SAID = ["我们来聊天吧", "聊会天吧", "聊会天吧。", "聊会儿天吧！", "那我们聊会天吧", "我们来 聊天吧"]
-
-
-@pytest.fixture
-def translate_llm(monkeypatch):
-    with FakeLLM() as llm:
-        for k, v in llm.env().items():
-            monkeypatch.setenv(k, v)
-        yield llm
 
 
 async def test_both_seed_phrases_return_from_translation_to_chat(start_server, fake_llm, translate_llm):

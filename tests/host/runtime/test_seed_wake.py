@@ -4,19 +4,10 @@ started by voice returns to chat.conversation, as a voice-started lesson
 does; one started by the parents (MQTT) or by an alarm keeps translating."""
 import pytest
 
-from testkit.fake_llm import FakeLLM
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
 OPENERS = {"opener_lines": {"zh": ["你好呀！"], "en": ["Hi!"]}}
-
-
-@pytest.fixture
-def translate_llm(monkeypatch):
-    with FakeLLM() as llm:
-        for k, v in llm.env().items():
-            monkeypatch.setenv(k, v)
-        yield llm
 
 
 async def test_wake_word_ends_a_voice_started_translation(start_server, fake_llm, translate_llm):
