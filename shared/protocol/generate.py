@@ -14,6 +14,9 @@ binary.json (frame layouts). Outputs:
                                               refs inlined) for jsonschema and
                                               for tool declarations
 
+gen/runtime.py is copied into both modules; lines between "# ---- server
+only ----" and "# ---- end server only ----" are left out of the board's.
+
 x- keywords:
   x-type, x-direction  a WebSocket message's "type" and up|down|both
   x-builder            emit a builder function of that name
@@ -317,9 +320,33 @@ def emit_table_file(m):
     return "".join("%s\t%s\n" % (sid, text) for sid, text in schema_texts(m))
 
 
+SERVER_ONLY = ("# ---- server only ----", "# ---- end server only ----")
+
+
+def board_runtime(runtime):
+    """runtime.py without its server-only blocks: checks the board does not
+    need cost it heap it does not have (the unix port's 256 KB is nearly full)."""
+    out, skipping, after = [], False, False
+    for line in runtime.split("\n"):
+        mark = line.strip()
+        if mark == SERVER_ONLY[0]:
+            skipping = True
+        elif mark == SERVER_ONLY[1]:
+            skipping, after = False, True
+        elif not skipping and not (after and not mark and not out[-1].strip()):
+            out.append(line)
+            after = after and not mark
+    if skipping:
+        raise SchemaError("gen/runtime.py: %r without %r" % SERVER_ONLY)
+    return "\n".join(out)
+
+
 def emit_core(m, table_in_file=False):
+    """The generated module; table_in_file is the board's (server-only code left out)."""
     with open(os.path.join(HERE, "gen", "runtime.py"), encoding="utf-8") as f:
         runtime = f.read()
+    if table_in_file:
+        runtime = board_runtime(runtime)
     parts = [HEADER, runtime.rstrip(), "", "", "# ---- constants ----", emit_constants(m), "",
              "", "# ---- schemas (checks only; descriptions live in the sources) ----",
              emit_tables(m, table_in_file), "", "", "# ---- builders: every message shape, made one way ----"]

@@ -361,6 +361,62 @@ def encode(msg):
     return json.dumps(msg)
 
 
+# ---- server only ----
+# The server refuses JSON that parses but cannot be used (decode_json and
+# check_json): nested deeper than MAX_JSON_DEPTH, or holding a lone
+# surrogate. The board trusts its server and has no heap to spare (on the
+# unix port's 256 KB, one more module constant was enough to fail its boot).
+MAX_JSON_DEPTH = 32
+
+def _lone_surrogate(s):
+    # A high surrogate not followed by a low one, or a low one alone. CPython's
+    # json joins escaped pairs into one character; MicroPython keeps both halves.
+    high = False
+    for c in s:
+        low = "\udc00" <= c <= "\udfff"
+        if high or low:
+            if not (high and low):
+                return True
+            high = False
+            continue
+        high = "\ud800" <= c <= "\udbff"
+    return high
+
+
+def json_error(obj, where="message"):
+    """Why a parsed JSON value must be refused, or None: nested deeper than
+    MAX_JSON_DEPTH, or a string holding a lone surrogate (a \\ud800 escape
+    that is not half of a pair: no UTF-8 text can carry it, so it breaks
+    whatever encodes it later: a send, a log line, a database)."""
+    stack = [(obj, 1, where)]
+    while stack:
+        v, depth, path = stack.pop()
+        if isinstance(v, dict):
+            if depth > MAX_JSON_DEPTH:
+                return "%s: nested deeper than %d levels" % (where, MAX_JSON_DEPTH)
+            for k in v:
+                if _lone_surrogate(k):
+                    return "%s: a key holds a lone surrogate (\\ud800-\\udfff), which is not valid Unicode" % path
+                stack.append((v[k], depth + 1, path + "." + k))
+        elif isinstance(v, list):
+            if depth > MAX_JSON_DEPTH:
+                return "%s: nested deeper than %d levels" % (where, MAX_JSON_DEPTH)
+            for i in range(len(v)):
+                stack.append((v[i], depth + 1, "%s[%d]" % (path, i)))
+        elif isinstance(v, str) and _lone_surrogate(v):
+            return "%s holds a lone surrogate (\\ud800-\\udfff), which is not valid Unicode" % path
+    return None
+
+
+def check_json(obj, where="message"):
+    """obj itself when json_error finds nothing; else raise ProtoError."""
+    e = json_error(obj, where)
+    if e is not None:
+        raise ProtoError(e)
+    return obj
+# ---- end server only ----
+
+
 def decode_json(text, limit=0):
     """Parse JSON text into an object (dict); ProtoError with a reason if not."""
     limit = limit or MAX_TEXT_MESSAGE
@@ -370,8 +426,18 @@ def decode_json(text, limit=0):
         obj = json.loads(text)
     except ValueError as e:
         raise ProtoError("not valid JSON (%s)" % (e,))
+    # ---- server only ----
+    except RecursionError:  # thousands of levels
+        raise ProtoError("message: nested deeper than %d levels" % MAX_JSON_DEPTH)
+    # ---- end server only ----
     if not isinstance(obj, dict):
         raise ProtoError("expected a JSON object, got %s" % _tname(obj))
+    # ---- server only ----
+    # Only text that could hold a problem is walked: a surrogate needs a \\ud
+    # escape, and depth needs brackets.
+    if "\\ud" in text or "\\uD" in text or text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        check_json(obj)
+    # ---- end server only ----
     return obj
 
 
