@@ -56,6 +56,7 @@ class Entry:
         self._commands = None
         self.remote = None        # the MQTT side (app/remote.py) when configured
         self._late_acks = []      # (req_id, outcome) of cached commands run at boot
+        self._late_reports = []   # (event, message) said before MQTT was connected
         self._alarm_flag = Flag()
 
     # The gateway, the alarm table and the command words are loaded when
@@ -65,6 +66,7 @@ class Entry:
     @property
     def gateway(self):
         if self._gateway is None:
+            gc.collect()   # compiled into the heap on the unix port: room first
             from app import gateway as gateway_mod
             from app.handoff import HandOff
             self._gateway = gateway_mod.Gateway(HandOff(self.dev), self.dev.bus)
@@ -129,7 +131,7 @@ class Entry:
                 due = task_of(entry)
             self._alarms = None       # loaded again when the chip fires or SET_ALARM comes
             forget("app.alarms")
-            gc.collect()
+        gc.collect()   # the resolver reads the schema table: room for its longest line
         from app import boot_resolver
         t, why = boot_resolver.resolve(cause, self.records.get(REC_CACHED), self.records.get(REC_PENDING),
                                        due)
@@ -184,8 +186,15 @@ class Entry:
         self.remote = Remote(self, url)
 
     async def report(self, event, message=None):
-        if self.remote is not None:
-            await self.remote.report(event, message)
+        if self.remote is None:
+            return
+        if not self.remote.mqtt.connected:
+            # Said at boot before the broker answered (an alarm's lesson that
+            # failed): kept for the connect, a few at most.
+            if len(self._late_reports) < 4:
+                self._late_reports.append((event, message))
+            return
+        await self.remote.report(event, message)
 
     # ---- alarms while on ----
 

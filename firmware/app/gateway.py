@@ -5,7 +5,8 @@
 # (last wins), lower is refused with a reason. A finished task holds no
 # priority any more: the device is back in the default chat.
 #
-#   gw = Gateway(runner)        # runner.stop_all(), await runner.hand_off(task)
+#   gw = Gateway(runner)        # await runner.stop_all(), await runner.hand_off(task),
+#                               # await runner.back_to_default(), runner.playing()
 #   out = await gw.start_app_task("english_learning", "repeater", {...}, "mqtt_immediate")
 #   out -> {"code": "accepted"|"refused"|"failed", "reason", "message", "mode"}
 #
@@ -16,9 +17,12 @@
 #
 # When does a task finish? The device does not know the registry: a task
 # that played something on the SD player has finished when the player is
-# done with its passes (or was stopped by something else); any task ends
-# when the server connection ends (the server's runtime starts over at
-# the default app too).
+# done with its passes (or was stopped by something else); a PLAY_AUDIO
+# task whose player is idle holds no priority (it played nothing, or its
+# file could not be played); any task ends when the server connection
+# ends (the server's runtime starts over at the default app too). A task
+# the server refused leaves the device in the default chat, listening
+# again if it was in a conversation when the task came.
 import asyncio
 
 import log
@@ -91,7 +95,15 @@ class Gateway:
         self.on_finished = []      # fn(task, natural) when a task ends by itself
 
     def verdict(self, source):
+        self._expire()
         return decide(self.current, source)
+
+    def _expire(self):
+        # Asked at every decision: an idle player ends a PLAY_AUDIO task
+        # even when no player event said so (nothing ever played).
+        if self.mode == proto.MODE_PLAY_AUDIO and not self._stopping and not is_default(self.current) \
+                and not self._runner.playing():
+            self._finish(False)
 
     def _emit(self, t, out):
         if self._bus is not None:
@@ -108,7 +120,7 @@ class Gateway:
         return out
 
     async def _start(self, t):
-        verdict, why = decide(self.current, t["source"])
+        verdict, why = self.verdict(t["source"])
         if verdict == REFUSE:
             return outcome(proto.ACK_REFUSED, "busy", why)
         self._stopping = True
@@ -117,19 +129,26 @@ class Gateway:
         finally:
             self._stopping = False
         self.current = t
+        self.mode = None           # not known until the server answers
         self._played = False
         try:
             result = await self._runner.hand_off(t)
         except HandOffError as e:
-            self.current = default_task()
+            await self._back_to_default()
             return outcome(e.code, e.reason, e.message)
         if not result.get("accepted"):
-            # The server keeps its own task: so do we.
-            self.current = default_task()
-            return outcome(proto.ACK_REFUSED, "server_refused",
+            # The server is in its default task again (or kept its own): so are we.
+            await self._back_to_default()
+            return outcome(proto.ACK_REFUSED, result.get("code") or "server_refused",
                            result.get("reason") or "the server refused the task")
         self.mode = result.get("interaction_mode") or proto.MODE_CHAT
         return outcome(proto.ACK_ACCEPTED, verdict, "%s started (%s)" % (key(t), why), self.mode)
+
+    async def _back_to_default(self):
+        self.current = default_task()
+        self.mode = proto.MODE_CHAT
+        self._played = False
+        await self._runner.back_to_default()
 
     def user_wake(self):
         """A user wake word: (verdict, reason) as for a voice request. Unless

@@ -7,6 +7,7 @@ import asyncio
 import log
 import proto
 from app.gateway import HandOffError
+from app.player import IDLE
 
 try:
     from micropython import const
@@ -25,16 +26,30 @@ class HandOff:
     def __init__(self, device):
         self.dev = device
         self._rpc_id = _FIRST_ID
+        self._talking = False      # in a conversation when the last stop came
+
+    def playing(self):
+        return self.dev.player.state != IDLE
 
     async def stop_all(self):
         """Stop whatever runs: the player, a reply in flight, listening."""
         d = self.dev
+        self._talking = d.channel.is_open() and d.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING)
         d.player.stop()
         if d.channel.is_open() and d.state.is_(proto.STATE_SPEAKING):
             await d._abort("preempted")
         await d._stop_listening()
         if d.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
             d.state.go(proto.STATE_IDLE)
+
+    async def back_to_default(self):
+        """A task that did not start: a conversation it stopped listens again."""
+        d = self.dev
+        if self._talking:
+            self._talking = False
+            async with d._busy:
+                if d.channel.is_open() and d.state.is_(proto.STATE_IDLE):
+                    await d._start_listening()
 
     async def hand_off(self, task):
         """Give an accepted task to the server (app/start_task), opening the

@@ -80,6 +80,9 @@ class Remote:
         for rid, out in acks:
             await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
                                    out["reason"])
+        reports, self.entry._late_reports = self.entry._late_reports, []
+        for event, message in reports:
+            await self.report(event, message)
 
     async def report(self, event, message=None):
         if self.control is None or self.mqtt is None or not self.mqtt.connected:

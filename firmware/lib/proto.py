@@ -627,6 +627,9 @@ STATE_UNKNOWN = 'unknown'
 STATE_UPGRADING = 'upgrading'
 STATE_WIFI_CONFIGURING = 'wifi_configuring'
 SYSTEM_COMMANDS = ('reboot',)
+TASK_BUSY = 'busy'
+TASK_NOT_FOUND = 'not_found'
+TASK_SKILL_FAILED = 'skill_failed'
 TOOLS_PAGE_BYTES = const(8000)
 TOOL_POLICIES = ('inherit_agent', 'allowlist')
 TOPIC_CMD_CTL = 'snlp/v1/{device_id}/cmd/ctl'
@@ -690,13 +693,15 @@ def app_start_task(app_id, task_id, source, params=None):
     return m
 
 
-def app_start_task_result(accepted, active_app_id, interaction_mode, active_task_id=None, reason=None):
+def app_start_task_result(accepted, active_app_id, interaction_mode, active_task_id=None, reason=None, code=None):
     """Build app/start_task result (server -> device)."""
     m = {'accepted': accepted, 'active_app_id': active_app_id, 'interaction_mode': interaction_mode}
     if active_task_id is not None:
         m['active_task_id'] = active_task_id
     if reason is not None:
         m['reason'] = reason
+    if code is not None:
+        m['code'] = code
     return m
 
 

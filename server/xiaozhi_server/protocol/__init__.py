@@ -693,6 +693,9 @@ STATE_UNKNOWN = 'unknown'
 STATE_UPGRADING = 'upgrading'
 STATE_WIFI_CONFIGURING = 'wifi_configuring'
 SYSTEM_COMMANDS = ('reboot',)
+TASK_BUSY = 'busy'
+TASK_NOT_FOUND = 'not_found'
+TASK_SKILL_FAILED = 'skill_failed'
 TOOLS_PAGE_BYTES = const(8000)
 TOOL_POLICIES = ('inherit_agent', 'allowlist')
 TOPIC_CMD_CTL = 'snlp/v1/{device_id}/cmd/ctl'
@@ -728,7 +731,7 @@ SCHEMAS = {
     'common.task_params': '{"type":"object"}',
     'common.wake_cause': '{"enum":["power_on","alarm","button","reset"]}',
     'jsonrpc.app_start_task_params': '{"type":"object","required":["app_id","task_id","source"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"}}}',
-    'jsonrpc.app_start_task_result': '{"type":"object","required":["accepted","active_app_id","interaction_mode"],"properties":{"accepted":{"type":"boolean"},"active_app_id":{"$ref":"common.identifier"},"active_task_id":{"$ref":"common.identifier"},"interaction_mode":{"$ref":"common.interaction_mode"},"reason":{"type":"string","maxLength":500}}}',
+    'jsonrpc.app_start_task_result': '{"type":"object","required":["accepted","active_app_id","interaction_mode"],"properties":{"accepted":{"type":"boolean"},"active_app_id":{"$ref":"common.identifier"},"active_task_id":{"$ref":"common.identifier"},"interaction_mode":{"$ref":"common.interaction_mode"},"reason":{"type":"string","maxLength":500},"code":{"type":"string","maxLength":64}}}',
     'jsonrpc.error': '{"type":"object","required":["message"],"properties":{"code":{"type":"integer"},"message":{"type":"string","maxLength":2000},"data":{}}}',
     'jsonrpc.initialize_params': '{"type":"object","required":["protocolVersion"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object","properties":{"vision":{"type":"object","required":["url","token"],"properties":{"url":{"type":"string","maxLength":1000},"token":{"type":"string","maxLength":1000}}}}},"clientInfo":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
     'jsonrpc.initialize_result': '{"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object"},"serverInfo":{"type":"object","required":["name","version"],"properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
@@ -826,13 +829,15 @@ def app_start_task(app_id, task_id, source, params=None):
     return m
 
 
-def app_start_task_result(accepted, active_app_id, interaction_mode, active_task_id=None, reason=None):
+def app_start_task_result(accepted, active_app_id, interaction_mode, active_task_id=None, reason=None, code=None):
     """Build app/start_task result (server -> device)."""
     m = {'accepted': accepted, 'active_app_id': active_app_id, 'interaction_mode': interaction_mode}
     if active_task_id is not None:
         m['active_task_id'] = active_task_id
     if reason is not None:
         m['reason'] = reason
+    if code is not None:
+        m['code'] = code
     return m
 
 

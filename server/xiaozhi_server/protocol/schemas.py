@@ -131,7 +131,17 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                   'interaction_mode': {'enum': ['CHAT',
                                                                                 'PLAY_AUDIO',
                                                                                 'TRANSLATION']},
-                                                  'reason': {'type': 'string', 'maxLength': 500}}},
+                                                  'reason': {'type': 'string', 'maxLength': 500},
+                                                  'code': {'type': 'string',
+                                                           'maxLength': 64,
+                                                           'description': 'When not accepted, why '
+                                                                          'in one word: busy '
+                                                                          '(priority), not_found '
+                                                                          '(a file the params name '
+                                                                          'is not on the device), '
+                                                                          'skill_failed (a device '
+                                                                          'skill of the task '
+                                                                          'refused or failed).'}}},
  'jsonrpc.error': {'title': 'JSON-RPC error object',
                    'type': 'object',
                    'required': ['message'],
@@ -249,7 +259,15 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                              'code': {'enum': ['accepted', 'refused', 'failed']},
                              'message': {'type': 'string', 'maxLength': 500},
                              'action': {'type': ['string', 'null'], 'maxLength': 32},
-                             'reason': {'type': 'string', 'maxLength': 64},
+                             'reason': {'type': 'string',
+                                        'maxLength': 64,
+                                        'description': 'Why, in one word, for programs: e.g. busy, '
+                                                       'not_found (a lesson not on the SD card), '
+                                                       'skill_failed, server_unreachable, '
+                                                       'invalid_request, too_large, stored, '
+                                                       'removed, already_absent (UNSET_ALARM of an '
+                                                       'alarm the device does not hold: done, so a '
+                                                       're-send converges).'},
                              'device_id': {'type': 'string', 'maxLength': 64},
                              'timestamp': {'type': 'integer', 'minimum': 0}}},
  'mqtt.envelope': {'title': "MQTT control request (parents' app -> device)",

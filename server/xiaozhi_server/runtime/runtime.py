@@ -4,10 +4,17 @@
 every channel — LLM tools (source voice), the device's `app/start_task`
 requests (MQTT, alarms, offline words, arbitrated on the device first) and
 control-plane calls. It checks ids and params, applies the priority table
-(priority.py), stops the running task through one generic stop path
-(cancel the reply, run the task's stop_skills), switches mode, tool policy
-and system prompt, then runs the new task's skills once the current reply
-is over (so a confirmation line is spoken before a lesson starts).
+(priority.py), checks that the files its params name are on the device,
+stops the running task through one generic stop path (cancel the reply,
+run the task's stop_skills), switches mode, tool policy and system prompt,
+then runs the new task's skills. A request from outside a reply (the
+device's app/start_task) runs the task's leading device skills before it
+is answered, so the answer says whether the lesson really plays; a
+request from inside a reply (an LLM tool) runs them once the reply is
+over, so a confirmation line is spoken before a lesson starts. A task
+whose device skill fails is not entered: the answer says accepted false
+with a code (busy, not_found, skill_failed), and the session is in the
+default task.
 
 Mode routing (DESIGN §2.6) lives in `route()`: CHAT -> chat LLM;
 TRANSLATION -> the translate tool, never the chat LLM; PLAY_AUDIO -> words
@@ -25,10 +32,24 @@ from .. import protocol as proto
 from . import priority
 from .proactive import Proactive
 from .prompts import system_prompt
+from .lessons import lesson_names
 from .registry import skill_args
 from ..session.listener import committed
 
 log = logging.getLogger(__name__)
+
+LIST_TOOL = "self.mp3.get_list"   # the device's SD card listing (seed §5): what `sd_name` params name
+TOOLS_WAIT_S = 5.0                # for a device's tool list before its task's device skills run
+
+
+def _leading_device_skills(task):
+    """How many of the task's first skills run on the device."""
+    n = 0
+    for skill in task.skills:
+        if skill["runs_on"] != "device":
+            break
+        n += 1
+    return n
 
 
 def plain(text):
@@ -98,21 +119,80 @@ class AppRuntime:
         err = proto.validate_against(task.params_schema, params, "params")
         if err:
             raise TaskError(proto.RPC_INVALID_PARAMS, "%s: %s" % (task.key, err))
-        self.explicit = True
+        was_explicit, self.explicit = self.explicit, True
         running = await self._current_running()
         verdict, why = priority.decide(self.source, source, running)
         self.history.append((time.monotonic(), task.key, source, verdict))
         if verdict == priority.REFUSE:
             log.info("[%s] refused %s from %s: %s", self.session.device_id, task.key, source, why)
-            out = self.describe()
-            out["accepted"] = False
-            out["reason"] = why
-            return out
+            return self._not_accepted(proto.TASK_BUSY, why)
+        if _leading_device_skills(task):
+            await self._device_tools_listed()
+        missing = await self._missing_file(task, params)
+        if missing:
+            # Refused before anything stops: whatever ran goes on.
+            self.explicit = was_explicit
+            log.info("[%s] refused %s from %s: %s", self.session.device_id, task.key, source, missing)
+            return self._not_accepted(proto.TASK_NOT_FOUND, missing)
         log.info("[%s] %s -> %s (%s, %s)", self.session.device_id, self.active, task.key, source, verdict)
         await self._stop_current()
         self._enter(task, params, source)
-        self._skills_task = self.session.spawn(self._run_skills(task, params, source))
+        done = 0
+        if not self.session.in_reply():
+            failed = await self._start_device_skills(task, params, source)
+            if failed:
+                self.explicit = was_explicit
+                return self._not_accepted(proto.TASK_SKILL_FAILED, failed)
+            done = _leading_device_skills(task)
+        self._skills_task = self.session.spawn(self._run_skills(task, params, source, done))
         return self.describe()
+
+    def _not_accepted(self, code, why):
+        out = self.describe()
+        out["accepted"] = False
+        out["reason"] = why[:500]
+        out["code"] = code
+        return out
+
+    async def _device_tools_listed(self):
+        """A device that speaks MCP asks for its task right after hello (an
+        alarm's lesson): its tool list may still be on the way. Wait for it."""
+        hello = self.session.hello or {}
+        if (hello.get("features") or {}).get("mcp") and not self.session.mcp.ready.is_set():
+            try:
+                await asyncio.wait_for(self.session.mcp.ready.wait(), TOOLS_WAIT_S)
+            except asyncio.TimeoutError:
+                log.warning("[%s] no device tool list after %g s", self.session.device_id, TOOLS_WAIT_S)
+
+    async def _start_device_skills(self, task, params, source):
+        """Run the task's leading device skills now; the failure, or None.
+        A task that cannot start holds nothing: the default task again."""
+        for skill in task.skills[:_leading_device_skills(task)]:
+            ok, text = await self._run_skill(skill, params, source, with_text=True)
+            if not ok:
+                log.info("[%s] %s did not start: %s: %s", self.session.device_id, task.key, skill["name"], text)
+                self._enter(self.registry.default(), {}, proto.SOURCE_DEFAULT_CHAT)
+                return "%s: %s" % (skill["name"], text)
+        return None
+
+    async def _missing_file(self, task, params):
+        """A param the task's schema marks `format: sd_name` must name a file
+        the device lists (LIST_TOOL); the refusal, or None. Without the tool
+        or a readable list nothing is refused here: the skill itself tells."""
+        props = (task.params_schema or {}).get("properties") or {}
+        names = [k for k, p in props.items() if isinstance(p, dict) and p.get("format") == "sd_name"
+                 and isinstance(params.get(k), str)]
+        if not names or not self.session.mcp.has(LIST_TOOL):
+            return None
+        text, is_error = await self.session.mcp.call(LIST_TOOL, {}, timeout=3)
+        if is_error:
+            return None
+        files = lesson_names(text)
+        for k in names:
+            if params[k] not in files:
+                return "%s %r is not on the device's SD card (it has: %s)" % (
+                    k, params[k], ", ".join(files[:20]) or "nothing")
+        return None
 
     async def start_default(self, source=proto.SOURCE_DEFAULT_CHAT):
         t = self.registry.default()
@@ -163,29 +243,39 @@ class AppRuntime:
         d.tool_policy = task.policy()
         d.system_prompt = system_prompt(self.prompts, task.prompt_mode)
 
-    async def _run_skills(self, task, params, source):
+    async def _run_skills(self, task, params, source, done=0):
         await self.session.wait_quiet()
-        for skill in task.skills:
+        for skill in task.skills[done:]:
             if self.task is not task:
                 return  # preempted meanwhile
-            await self._run_skill(skill, params, source)
+            if not await self._run_skill(skill, params, source) and skill["runs_on"] == "device" \
+                    and self.task is task:
+                # A lesson that could not start holds no priority.
+                log.info("[%s] %s did not start: back to the default task", self.session.device_id, task.key)
+                self._enter(self.registry.default(), {}, proto.SOURCE_DEFAULT_CHAT)
+                return
 
-    async def _run_skill(self, skill, params, source):
+    async def _run_skill(self, skill, params, source, with_text=False):
+        """True when the skill ran; (ok, text) with_text."""
         name = skill["name"]
+        ok, text = True, ""
         if skill["runs_on"] == "server":
             fn = self.server_skills.get(name)
             if fn is None:
                 log.error("no server skill %s", name)
-                return False
-            await fn(params, source)
-            return True
-        args = skill_args(skill, params)
-        if not self.session.mcp.has(name):
+                ok, text = False, "no server skill %s" % name
+            else:
+                await fn(params, source)
+        elif not self.session.mcp.has(name):
             log.warning("[%s] the device has no %s", self.session.device_id, name)
-            return False
-        text, is_error = await self.session.mcp.call(name, args)
-        log.info("[%s] skill %s(%s) -> %s", self.session.device_id, name, json.dumps(args, ensure_ascii=False), text)
-        return not is_error
+            ok, text = False, "the device has no such tool"
+        else:
+            args = skill_args(skill, params)
+            text, is_error = await self.session.mcp.call(name, args)
+            log.info("[%s] skill %s(%s) -> %s", self.session.device_id, name,
+                     json.dumps(args, ensure_ascii=False), text)
+            ok = not is_error
+        return (ok, text) if with_text else ok
 
     # ---- server skills ----
 

@@ -174,3 +174,22 @@ def read_record(state_dir, name):
     out = subprocess.run([sys.executable, "-c", _READ, str(state_dir), name], cwd=ROOT,
                          env=firmware_env(), capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
+
+
+_WRITE = """
+import json, sys
+from hal.host.nvs import NVSFlash
+import nvs_store
+flash = NVSFlash(sys.argv[1] + "/nvs.json")
+nvs_store.RecordStore(flash.open("xiaozhi")).put(sys.argv[2], json.loads(sys.argv[3]))
+"""
+
+
+def write_record(state_dir, name, rec):
+    """Put a record into the board's NVS with the firmware's own store, as
+    an earlier run would have left it (the board is off meanwhile)."""
+    import subprocess
+    import sys
+    from testkit import firmware_env
+    subprocess.run([sys.executable, "-c", _WRITE, str(state_dir), name, json.dumps(rec)], cwd=ROOT,
+                   env=firmware_env(), capture_output=True, text=True, check=True)
