@@ -22,9 +22,12 @@ def sanitize(name):
 
 
 def needs_vision(name):
-    """A device camera tool (self.camera.take_photo, or the browser page's
-    self_camera_take_photo): useless without a vision endpoint to explain the photo."""
-    return sanitize(name).startswith("self_camera_")
+    """A device camera tool: stock firmware's self.camera.take_photo, the
+    browser page's self_camera_take_photo, xiaozhi-sdk's and py-xiaozhi's
+    take_photo. Each sends its photo to the vision endpoint handed over in
+    MCP initialize, so without one it can only fail."""
+    n = sanitize(name)
+    return n.startswith("self_camera_") or n == "take_photo"
 
 
 class ToolOutcome:

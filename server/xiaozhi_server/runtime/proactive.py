@@ -5,6 +5,14 @@ configured lines, or a greeting from the LLM with apps.opener: llm). Once
 it has been heard, a timer waits `reinvite_after_s` of user silence and
 invites once more, at most `max_reinvites` times (default 1). Anything the
 user says or a wake word stops the timer: it never nags in a loop.
+
+It never talks over the child's turn. Stock firmware and py-xiaozhi mute
+the mic while the server speaks, so a line sent while push to talk is held
+(after `listen start` with mode manual), or right after a wake word, would
+cost the child their words. The opener and the invitation wait until the
+turn is over (session.child_done) and are then dropped if the child spoke
+meanwhile: answering beats greeting. A press with no words gets the opener
+once the button is released.
 """
 import asyncio
 import logging
@@ -34,7 +42,8 @@ class Proactive:
         """Speak first. Skipped when the child already spoke since entered_at."""
         self.cancel()
         self.invites = 0
-        if self.session.last_user_speech > entered_at:
+        await self.session.child_done()
+        if self.session.last_user_speech > entered_at or self.session.closed:
             return  # the child is already talking: answering beats greeting
         started = time.monotonic()
         if self.cfg.get("opener") == "llm" and self.session.services.llm_configured:
@@ -58,6 +67,7 @@ class Proactive:
 
     async def _wait_then_invite(self, armed_at):
         await asyncio.sleep(float(self.cfg.get("reinvite_after_s", 20)))
+        await self.session.child_done()
         if self.session.last_user_speech > armed_at or self.session.closed:
             return
         line = self._line("reinvite_lines")

@@ -88,6 +88,11 @@ class Listener:
         self.commit_ms = max(self.silence_ms, int(self._vad_cfg.get("commit_silence_ms", 700)))
         self.resumed = 0
         self.dropped = 0
+        self.heard_ms = 0               # audio the VAD has judged so far (ms)
+        self.progress = asyncio.Event()  # set after each batch the VAD has judged
+        self._generation = 0            # bumped by drop_pending: older batches say nothing
+        self._reset_detector = False
+        self._judging = False
 
     def start(self, mode="auto"):
         self.mode = mode or "auto"
@@ -110,6 +115,22 @@ class Listener:
                 self._finish_audio(bytes(self._manual))
             self._manual = bytearray()
             self._manual_speech = False
+
+    @property
+    def caught_up(self):
+        """No audio received is still waiting for the VAD's verdict."""
+        return not self._frames and not self._judging
+
+    def drop_pending(self):
+        """The device detected its wake word: the audio it sent before saying so
+        is the wake word itself (stock firmware sends it first), not words to
+        answer. Frames not yet judged are dropped, a batch in the VAD reports
+        nothing, and the VAD starts afresh."""
+        self._frames.clear()
+        self._generation += 1
+        self._reset_detector = True
+        self._manual = bytearray()
+        self._manual_speech = False
 
     def push(self, packet):
         """One upstream Opus packet (bytes or memoryview)."""
@@ -153,8 +174,20 @@ class Listener:
         if not packets:
             return
         manual = self.mode == "manual"
+        generation = self._generation
         detector = await self._ensure_detector()
-        events, heard_ms = await run_blocking(self._decode_and_detect, packets, detector, manual)
+        if self._reset_detector:
+            self._reset_detector = False
+            detector.reset()
+        self._judging = True
+        try:
+            events, heard_ms = await run_blocking(self._decode_and_detect, packets, detector, manual)
+        finally:
+            self._judging = False
+        if generation != self._generation:
+            return  # dropped meanwhile (a wake word): the next batch starts afresh
+        self.heard_ms += heard_ms
+        self.progress.set()
         for ev in events:
             if ev.kind == "start":
                 self._manual_speech = True

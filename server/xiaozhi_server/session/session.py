@@ -11,7 +11,10 @@ Rules it keeps for the device's sake:
 - every reply belongs to an epoch; `abort` starts a new epoch, and output
   of an older epoch (a late ASR result, LLM text, TTS audio) is dropped;
 - speech while the server speaks barges in (realtime mode, or during the
-  short greeting after a wake word, so no word after the wake word is lost).
+  short greeting after a wake word, so no word after the wake word is lost);
+- the server never speaks on its own over the child's turn: a greeting or
+  an opener waits while push to talk is held and right after a wake word
+  (stock firmware mutes its mic while the server speaks), see child_done().
 """
 import asyncio
 import contextvars
@@ -65,6 +68,10 @@ class Session:
         self.reply_task = None
         self.reply_utterance = None     # the utterance the current reply answers
         self.greeting = False
+        self._ptt_free = asyncio.Event()    # cleared while push to talk is held
+        self._ptt_free.set()
+        self._after_wake = None             # task: True = the child stayed quiet after the wake word
+        self._last_audio_at = 0.0
         self.closed = False
         self.last_activity = time.monotonic()
         self.last_user_speech = 0.0     # when the user last spoke (VAD start or words)
@@ -203,6 +210,7 @@ class Session:
 
     async def _cleanup(self):
         self.closed = True
+        self._ptt_free.set()
         self.epoch += 1
         self.speaker.cancel()
         self.mcp.close()
@@ -233,6 +241,7 @@ class Session:
             log.info("[%s] bad audio frame ignored: %s", self.device_id, e)
             return
         if ftype == proto.FRAME_OPUS and self.listener is not None and self.upstream["format"] == "opus":
+            self._last_audio_at = time.monotonic()
             self.listener.push(payload)
 
     async def _on_text(self, text):
@@ -257,15 +266,24 @@ class Session:
         state = msg["state"]
         if state == proto.LISTEN_START:
             self.listener.start(msg.get("mode", "auto"))
+            if self.listener.mode == proto.LISTEN_MODE_MANUAL:
+                self._ptt_free.clear()   # the device records until listen stop
+            else:
+                self._ptt_free.set()
             # Off the receive loop (here and below): the runtime may wait for
             # the device's answers, which this loop has to read.
             self.spawn(self.services.on_listen_start(self))
         elif state == proto.LISTEN_STOP:
             await self.listener.stop()
+            self._ptt_free.set()
         elif state == proto.LISTEN_DETECT:
             text = msg["text"].strip()
             if self._is_wake_word(text):
-                self.last_user_speech = time.monotonic()
+                self.last_user_speech = woke = time.monotonic()
+                self.listener.drop_pending()
+                if self._after_wake is not None:
+                    self._after_wake.cancel()
+                self._after_wake = self.spawn(self._quiet_after_wake(woke))
                 self.spawn(self.services.on_wake(self, text))
             else:
                 await self._on_user_text(text)
@@ -370,10 +388,18 @@ class Session:
         return self.reply_task
 
     async def on_wake_word(self, text):
-        """A wake word: answer at once, and keep listening under the answer."""
+        """A wake word: a short greeting, but only if the child says nothing
+        more. Stock firmware (and py-xiaozhi, and ours) mute the mic while the
+        server speaks, so a greeting at once would swallow the words that
+        follow the wake word; they are answered instead."""
         self.last_activity = time.monotonic()
         if self.speaker.speaking:
             await self.abort("wake_word_detected")
+        wait = self._after_wake
+        if wait is not None:
+            await asyncio.wait({wait})
+            if wait.cancelled() or not wait.result():
+                return  # the child went on talking (or a newer wake word took over)
         self.greeting = True
         line = GREETINGS[_lang(text, self.language)]
 
@@ -383,6 +409,44 @@ class Session:
             finally:
                 self.greeting = False
         self.start_reply(greet)
+
+    async def _quiet_after_wake(self, woke):
+        """True once the child has stayed quiet for `wake_quiet_ms` of the audio
+        heard after the wake word; False as soon as they speak or type. A client
+        that sends no audio (the browser page) counts as quiet after 1.5 times
+        as long on the clock. Heard audio, not the clock, decides while audio
+        flows, so a VAD running late on a busy machine never greets over words."""
+        quiet_ms = int(self.cfg.get("wake_quiet_ms", 1000))
+        lis = self.listener
+        heard0 = lis.heard_ms
+        while not self.closed:
+            if self.last_user_speech > woke:
+                return False
+            detector = lis.detector
+            if lis.heard_ms - heard0 >= quiet_ms and not (detector is not None and detector.onset):
+                return True
+            silent_since = max(woke, self._last_audio_at)
+            if time.monotonic() - silent_since >= 1.5 * quiet_ms / 1000 and lis.caught_up:
+                return True
+            lis.progress.clear()
+            try:
+                await asyncio.wait_for(lis.progress.wait(), 0.1)
+            except asyncio.TimeoutError:
+                pass
+        return False
+
+    async def child_done(self):
+        """Until the child's turn is over: push to talk released, and the moment
+        after a wake word settled (the child stayed quiet, or spoke and is being
+        answered). What the server says on its own (opener, invitation) waits
+        here, then checks whether the child spoke meanwhile."""
+        while not self.closed:
+            if not self._ptt_free.is_set():
+                await self._ptt_free.wait()
+            elif self._after_wake is not None and not self._after_wake.done():
+                await asyncio.wait({self._after_wake})
+            else:
+                return
 
     async def _on_speech_start(self):
         self.last_activity = self.last_user_speech = time.monotonic()
