@@ -29,6 +29,28 @@ log = logging.getLogger(__name__)
 _END = object()
 
 
+def _closed_report(task):
+    if not task.cancelled() and task.exception() is not None:
+        log.info("closing a reply's stream failed: %r", task.exception())
+
+
+async def close_stream(agen):
+    """Close an async generator (the reply's sentences, a TTS stream) here and
+    to the end, even if the caller is cancelled again meanwhile.
+
+    Left to the garbage collector, a chain of generators (sentences -> LLM
+    stream -> HTTP body) is finalised by one task per generator at once: the
+    inner ones are still being closed by the outer one when their own task
+    runs, which fails with "aclose(): asynchronous generator is already
+    running" (seen when the browser test page aborts a reply)."""
+    aclose = getattr(agen, "aclose", None)
+    if aclose is None:
+        return
+    closing = asyncio.ensure_future(aclose())
+    closing.add_done_callback(_closed_report)
+    await asyncio.shield(closing)
+
+
 class _Reply:
     """What one reply owns, so that a cancelled reply finishing late can never
     touch the next one: its own encoder, pacer and synthesis task."""
@@ -87,19 +109,26 @@ class Speaker:
                     continue
                 await queue.put(("start", text))
                 resampler = None
-                async for chunk in self.tts.stream(spoken):
-                    if chunk.text_only:
-                        log.warning("no TTS could speak %r: %s", chunk.text[:40], "; ".join(chunk.errors))
-                        continue
-                    if resampler is None or resampler.in_rate != chunk.rate:
-                        if resampler is not None:
-                            await queue.put(("frames", await self._encode(reply, resampler, b"", True)))
-                        resampler = Resampler(chunk.rate, self.rate)
-                    await queue.put(("frames", await self._encode(reply, resampler, chunk.pcm, False)))
+                chunks = self.tts.stream(spoken)
+                try:
+                    async for chunk in chunks:
+                        if chunk.text_only:
+                            log.warning("no TTS could speak %r: %s", chunk.text[:40], "; ".join(chunk.errors))
+                            continue
+                        if resampler is None or resampler.in_rate != chunk.rate:
+                            if resampler is not None:
+                                await queue.put(("frames", await self._encode(reply, resampler, b"", True)))
+                            resampler = Resampler(chunk.rate, self.rate)
+                        await queue.put(("frames", await self._encode(reply, resampler, chunk.pcm, False)))
+                finally:
+                    await close_stream(chunks)
                 if resampler is not None:
                     await queue.put(("frames", await self._encode(reply, resampler, b"", True)))
                 await queue.put(("end", text))
         finally:
+            # Cancelled (barge-in) while the sentences wait at a yield: they
+            # are closed now, never by the garbage collector (close_stream).
+            await close_stream(sentences)
             await queue.put((_END, None))
 
     async def speak(self, sentences, gate=None):

@@ -93,11 +93,13 @@ class OpenAiLlm:
         import openai
         stream = None
         try:
+            # asyncio.timeout, not wait_for: the awaits run in this task, so a
+            # cancellation reaches the HTTP stream's generators directly
+            # instead of leaving them half-run in an orphaned inner task.
             try:
-                stream = await asyncio.wait_for(
-                    self.client().chat.completions.create(**self._request(messages, tools)),
-                    self.first_token_timeout)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self.first_token_timeout):
+                    stream = await self.client().chat.completions.create(**self._request(messages, tools))
+            except TimeoutError:
                 yield LlmError("timeout", "no answer from the model within %.0f s" % self.first_token_timeout)
                 return
             parts = {}
@@ -107,10 +109,11 @@ class OpenAiLlm:
             while True:
                 wait = self.first_token_timeout if first else self.chunk_timeout
                 try:
-                    chunk = await asyncio.wait_for(it.__anext__(), wait)
+                    async with asyncio.timeout(wait):
+                        chunk = await it.__anext__()
                 except StopAsyncIteration:
                     break
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     yield LlmError("timeout", "the model stopped sending for %.0f s" % wait)
                     return
                 first = False
