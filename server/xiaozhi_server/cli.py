@@ -7,6 +7,7 @@
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
@@ -30,6 +31,7 @@ def _run(args):
         print("xiaozhi-server: binding %s exposes the server to the network: set a token "
               "(auth.tokens or XIAOZHI_TOKEN), or pass --insecure" % host, file=sys.stderr)
         return 2
+    _raise_fd_limit()
     from .server import XiaozhiServer
 
     from .providers.registry import ProviderError
@@ -38,7 +40,7 @@ def _run(args):
     async def main():
         try:
             server = XiaozhiServer(cfg)
-        except (RegistryError, ProviderError, ValueError) as e:
+        except (RegistryError, ProviderError, configmod.ConfigError, ValueError) as e:
             print("xiaozhi-server: %s" % e, file=sys.stderr)
             return 2
         try:
@@ -68,6 +70,17 @@ def _run(args):
         return 0
 
     return asyncio.run(main())
+
+
+def _raise_fd_limit():
+    """Every client connection is a file descriptor: take what the system
+    allows (the soft limit is often 1024, the hard one much higher)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
 
 
 def main(argv=None):

@@ -6,6 +6,7 @@ environment variables (ENV_OVERRIDES; the LLM also reads the `openai`
 client's own OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL).
 """
 import copy
+import ipaddress
 import os
 
 import yaml
@@ -28,15 +29,34 @@ DEFAULTS = {
         # Device-Id values allowed to connect; empty = any device.
         "allowed_devices": [],
     },
+    # What one client may cost the server (docs/security.md). A connection is
+    # pending until its HTTP request (line and headers) or its device hello
+    # has arrived; past max_pending a new one closes the oldest pending one,
+    # past max_connections new ones are refused. Rates are per connection.
+    "limits": {
+        "http_header_timeout_s": 10,
+        "http_body_timeout_s": 10,
+        "http_max_body": 65536,
+        "http_max_connections": 2048,
+        "http_max_pending": 1024,
+        "ws_handshake_timeout_s": 10,
+        "ws_max_connections": 1024,
+        "ws_max_pending": 512,
+        # Audio is ~17 frames/s; the burst covers buffered wake-word audio.
+        "ws_binary_per_s": 50,
+        "ws_binary_burst": 300,
+        "ws_text_per_s": 20,
+        "ws_text_burst": 60,
+        # Over the rate this long without a quiet second: closed with 1008.
+        "ws_flood_close_s": 2,
+        # Repeated log lines (refusals, drops) are summarised once per interval.
+        "log_interval_s": 10,
+    },
     "session": {
         "hello_timeout_s": 10,
         # Say goodbye after this long without the user speaking.
         "idle_timeout_s": 120,
         "wake_words": ["你好小智", "小智小智", "小智", "hi esp", "hey xiaozhi", "hi xiaozhi", "xiaozhi"],
-        # After a wake word the child may go straight on; the short greeting
-        # comes only after this much quiet (ms of heard audio), since stock
-        # firmware mutes its mic while the server speaks.
-        "wake_quiet_ms": 1000,
         "exit_phrases": ["再见", "拜拜", "退下吧", "goodbye", "bye bye", "bye-bye"],
         "language": "zh",
         # Tool-call rounds per user turn before the model must answer in words.
@@ -178,7 +198,35 @@ def load(path=None, env=None, write_default=True):
                 cfg[section][key] = conv(env[var])
             except ValueError:
                 raise ConfigError("%s=%r is not a valid %s.%s" % (var, env[var], section, key))
+    check(cfg)
     return cfg
+
+
+def _strings(cfg, section, key, what):
+    values = cfg[section].get(key)
+    if values is None:
+        return
+    if not isinstance(values, list):
+        raise ConfigError("%s.%s must be a list of %s, got %s %r"
+                          % (section, key, what, type(values).__name__, values))
+    for i, v in enumerate(values):
+        if not isinstance(v, str) or not v.strip():
+            raise ConfigError("%s.%s[%d] is %r: each entry must be a non-empty %s"
+                              % (section, key, i, v, what[:-1]))
+        if v != v.strip():
+            raise ConfigError("%s.%s[%d] has spaces around it (they are never sent)" % (section, key, i))
+
+
+def check(cfg):
+    """Refuse settings that would quietly weaken the server: `tokens: [""]`
+    (the check would skip the empty token: auth off while a token seems set),
+    a string instead of a list (its characters would become tokens), limits
+    that are not positive numbers."""
+    _strings(cfg, "auth", "tokens", "token strings")
+    _strings(cfg, "auth", "allowed_devices", "device ids")
+    for key, value in (cfg.get("limits") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError("limits.%s must be a positive number, got %r" % (key, value))
 
 
 def write_defaults(path):
@@ -192,4 +240,15 @@ def write_defaults(path):
 
 
 def is_loopback(host):
-    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+    """True only for an address on this machine's loopback (127.0.0.0/8, ::1)
+    or the name localhost. A name like 127.evil.com is a DNS name like any
+    other, so it is not loopback; neither is "" or 0.0.0.0 (every interface)."""
+    h = (host or "").strip().lower()
+    if h in ("localhost", "localhost."):
+        return True
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False

@@ -9,12 +9,29 @@ MQTT broker, the WebSocket endpoint and the HTTP endpoint.
 import logging
 import os
 
+from . import config as configmod
+from . import logthrottle
 from .mcp.tools import Tool, ToolOutcome
 from .services import Services
+from .transport.guard import fit_to_fd_limit
 from .transport.http_server import HttpServer
 from .transport.ws_server import WsServer
 
 log = logging.getLogger(__name__)
+
+# Loggers one client can make write a line per message or per connection:
+# each template is summarised past a few lines per interval, per device for
+# ours (their lines start with "[device]"), so one device cannot drown the rest.
+DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.session.listener",
+                  "xiaozhi_server.runtime.runtime", "xiaozhi_server.mcp.device_client")
+LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access", "websockets.server",
+                   "xiaozhi_server.transport.websockets")
+DEVICE_LOG_BURST = 20
+
+
+def throttle_logs(interval_s):
+    logthrottle.throttle_loggers(DEVICE_LOGGERS, interval_s, DEVICE_LOG_BURST, by_first_arg=True)
+    logthrottle.throttle_loggers(LIBRARY_LOGGERS, interval_s, DEVICE_LOG_BURST)
 
 
 def default_mcp_config():
@@ -23,6 +40,9 @@ def default_mcp_config():
 
 class XiaozhiServer:
     def __init__(self, config, services=None, with_broker=True, with_mcp=True):
+        configmod.check(config)
+        fit_to_fd_limit(config["limits"])
+        throttle_logs(float(config["limits"]["log_interval_s"]))
         self.config = config
         self.services = services or Services(config)
         self.broker = None

@@ -7,17 +7,46 @@ audio transport, and this server speaks WebSocket. The control-plane
 broker (parents' app) is announced under `control_mqtt`.
 /xiaozhi/ota/activate answers 200: devices here need no activation code.
 Other layers (the control API) add their routes to `app`.
+
+Every connection passes the edge first (http_edge.py: header and body
+timeouts, body limit, connection cap); the device endpoints answer a
+browser's CORS preflight. The firmware version comes from the system info
+or a `<board>/<version>` User-Agent, never from a browser's User-Agent.
 """
-import json
 import logging
+import re
 import time
 
 from aiohttp import web
 
 from .. import protocol as proto
-from . import auth
+from ..logthrottle import LogThrottle
+from . import auth, http_edge
 
 log = logging.getLogger(__name__)
+
+# esp-box-3/1.5.6, host/0.1.0, bread-compact-wifi/1.6.0-beta: one token, a dotted version.
+_DEVICE_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*/v?([0-9]+(?:\.[0-9]+){1,3}(?:[-+][0-9A-Za-z.-]+)?)$")
+
+
+def agent_version(user_agent):
+    """The firmware version in a device's `<board>/<version>` User-Agent, or None.
+    A browser's ("Mozilla/5.0 (X11; Linux x86_64) ...") names no firmware."""
+    ua = (user_agent or "").strip()
+    m = _DEVICE_AGENT.match(ua)
+    if m is None or ua.lower().startswith("mozilla/"):
+        return None
+    return m.group(1)
+
+
+def firmware_version(info, user_agent):
+    """The version the device runs: its system info's application.version,
+    else its User-Agent's, else 0.0.0."""
+    app = info.get("application")
+    version = app.get("version") if isinstance(app, dict) else None
+    if not isinstance(version, str) or not version.strip():
+        version = agent_version(user_agent)
+    return version or "0.0.0"
 
 
 class HttpServer:
@@ -28,12 +57,18 @@ class HttpServer:
         self.port = cfg["http_port"]
         self._ws_url_for = ws_url_for
         self.broker_url = broker_url
-        self.app = web.Application(client_max_size=64 * 1024)
+        self.limits = services.config["limits"]
+        self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
+        self.guard = http_edge.make_guard(self.limits)
+        self.app = web.Application(client_max_size=int(self.limits["http_max_body"]), middlewares=[
+            http_edge.edge_middleware(self.guard, self.limits, self.log_throttle),
+            http_edge.cors_middleware(("/xiaozhi/ota", "/health"))])
         self.app.router.add_route("*", "/xiaozhi/ota/", self.ota)
         self.app.router.add_route("*", "/xiaozhi/ota", self.ota)
         self.app.router.add_post("/xiaozhi/ota/activate", self.activate)
         self.app.router.add_get("/health", self.health)
         self._runner = None
+        self._listener = None
 
     @property
     def ota_url(self):
@@ -42,19 +77,17 @@ class HttpServer:
     async def ota(self, request):
         ident = auth.identify(str(request.rel_url), request.headers)
         info = {}
-        if request.can_read_body:
+        if request.body_exists:     # read by the edge already (can_read_body is False then)
             try:
-                info = json.loads(await request.text() or "{}")
-            except ValueError:
-                return web.json_response({"error": "the body must be JSON system info"}, status=400)
-            if not isinstance(info, dict):
-                return web.json_response({"error": "the body must be a JSON object"}, status=400)
+                info = proto.decode_json(await request.text() or "{}", int(self.limits["http_max_body"]))
+            except proto.ProtoError as e:
+                return web.json_response({"error": "the body must be a JSON object of system info: %s" % e},
+                                         status=400)
         if self.services.config["auth"].get("allowed_devices") and \
                 ident.device_id not in self.services.config["auth"]["allowed_devices"]:
             log.warning("OTA refused for device %s", ident.device_id)
             return web.json_response({"error": "device not allowed"}, status=403)
-        version = ((info.get("application") or {}).get("version")
-                   or (request.headers.get("User-Agent", "").partition("/")[2]) or "0.0.0")
+        version = firmware_version(info, request.headers.get("User-Agent"))
         tokens = self.services.config["auth"].get("tokens") or []
         offset = -time.timezone // 60 if not time.daylight else -time.altzone // 60
         host = self.services.config["server"].get("public_host") or request.host.split(":")[0]
@@ -78,14 +111,20 @@ class HttpServer:
         return web.json_response({"status": "ok", "sessions": len(self.services.sessions)})
 
     async def start(self):
-        self._runner = web.AppRunner(self.app, access_log=None)
+        # keepalive_timeout also closes a connection that sends no complete
+        # request at all (aiohttp starts it at connect); the guard does the
+        # same for its own count, and keeps the cap.
+        self._runner = web.AppRunner(self.app, access_log=None,
+                                     keepalive_timeout=float(self.limits["http_header_timeout_s"]))
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        self._listener = await http_edge.serve(self._runner, self.guard, self.host, self.port)
         if self.port == 0:
-            self.port = site._server.sockets[0].getsockname()[1]
+            self.port = self._listener.sockets[0].getsockname()[1]
         return self
 
     async def stop(self):
+        if self._listener is not None:
+            self._listener.close()
+        self.guard.stop()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -4,19 +4,51 @@ It checks who connects, then hands the connection to a Session. A refused
 device gets close code 1008 (policy violation) with the reason and a log
 line; a text frame over the protocol's limit gets 1009 (message too big)
 from the WebSocket layer. Neither affects other sessions.
+
+The edge, before any session code runs:
+- every connection passes a ConnectionGuard (guard.py): it is pending until
+  the device's hello, a pending one is closed after the handshake and hello
+  timeouts or when too many are pending, and beyond the connection cap new
+  ones are refused;
+- the opening handshake must finish within limits.ws_handshake_timeout_s;
+- the session reads through a LimitedConnection (ratelimit.py): text and
+  binary frames over the connection's rate are dropped, and a connection
+  that keeps flooding is closed with 1008.
 """
 import http
 import logging
 
-from websockets.asyncio.server import serve
+from websockets.asyncio.server import ServerConnection, serve
 
 from .. import protocol as proto
+from ..logthrottle import LogThrottle
 from ..session.session import Session
 from . import auth
+from .guard import ConnectionGuard, accept_burst
+from .ratelimit import LimitedConnection, RateStats
 
 log = logging.getLogger(__name__)
+# The websockets library logs every connection opened and closed at INFO:
+# under a connection flood that is the log filling up. Its warnings stay.
+LIBRARY_LOG = "xiaozhi_server.transport.websockets"
+logging.getLogger(LIBRARY_LOG).setLevel(logging.WARNING)
 
 POLICY_VIOLATION = 1008
+
+
+class _GuardedConnection(ServerConnection):
+    """Asks the server's guard before the handshake starts; tells it at the end."""
+
+    guard = None
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        if not self.guard.admit(transport):
+            transport.abort()
+
+    def connection_lost(self, exc):
+        self.guard.closed(self.transport)
+        super().connection_lost(exc)
 
 
 class WsServer:
@@ -26,6 +58,14 @@ class WsServer:
         self.host = cfg["host"]
         self.port = cfg["ws_port"]
         self.path = cfg["ws_path"]
+        self.limits = services.config["limits"]
+        hello_s = float(services.config["session"].get("hello_timeout_s", 10))
+        self.guard = ConnectionGuard("WebSocket", int(self.limits["ws_max_connections"]),
+                                     int(self.limits["ws_max_pending"]),
+                                     float(self.limits["ws_handshake_timeout_s"]) + hello_s,
+                                     float(self.limits["log_interval_s"]))
+        self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
+        self.rate_stats = RateStats()
         self._server = None
 
     @property
@@ -44,18 +84,34 @@ class WsServer:
         try:
             auth.check(ident, self.services.config["auth"])
         except auth.Refusal as e:
-            log.warning("refused %s (device %s): %s", peer, ident.device_id, e)
+            self.log_throttle.log(logging.WARNING, "refused connections",
+                                  "refused %s (device %s): %s", peer, ident.device_id, e)
             await connection.close(POLICY_VIOLATION, str(e)[:120])
             return
-        session = Session(connection, self.services, ident.device_id or "unknown-" + peer,
-                          ident.client_id, ident.version, peer)
+        name = ident.device_id or "unknown-" + peer
+        limited = LimitedConnection(connection, self.limits, self.rate_stats, self.log_throttle, name)
+        session = Session(limited, self.services, name, ident.client_id, ident.version, peer)
+        transport = connection.transport
+
+        def hello_seen():
+            # The device proved itself: no longer a pending connection.
+            if session.hello is not None:
+                self.guard.busy(transport)
+                limited.on_receive = None
+        limited.on_receive = hello_seen
         await session.run()
+
+    def _connection_class(self):
+        return type("GuardedConnection", (_GuardedConnection,), {"guard": self.guard})
 
     async def start(self):
         self._server = await serve(
             self._handle, self.host, self.port, process_request=self._process_request,
             max_size=proto.MAX_TEXT_MESSAGE, max_queue=64, compression=None,
-            ping_interval=30, ping_timeout=30, close_timeout=2)
+            ping_interval=30, ping_timeout=30, close_timeout=2,
+            open_timeout=float(self.limits["ws_handshake_timeout_s"]),
+            create_connection=self._connection_class(), logger=logging.getLogger(LIBRARY_LOG),
+            backlog=accept_burst(self.guard.max_pending))
         if self.port == 0:
             self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -64,3 +120,4 @@ class WsServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+        self.guard.stop()
