@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 LIST_IDS = 1        # initialize and tools/list pages: 1, 2, 3, ...
 CALL_IDS = 10000    # tools/call: 10000 and up
 MAX_PAGES = 50
+# Tools one device may declare: each one goes into every LLM request.
+MAX_TOOLS = 64
 
 
 class DeviceMcpError(Exception):
@@ -104,6 +106,10 @@ class DeviceMcp:
                 raise DeviceMcpError("tools/list answer does not fit the protocol: %s" % err)
             tools.extend(page["tools"])
             cursor = page.get("nextCursor")
+            if len(tools) > MAX_TOOLS or (len(tools) == MAX_TOOLS and cursor):
+                log.warning("device declares more than %d tools: only the first %d are used", MAX_TOOLS, MAX_TOOLS)
+                tools = tools[:MAX_TOOLS]
+                break
             if not cursor:
                 break
             if cursor in seen:

@@ -69,15 +69,26 @@ class Tool:
             "name": self.llm_name, "description": self.description, "parameters": self.schema}}
 
 
+# Origins a device tool may never replace: a device naming a tool `translate`
+# or `switch.app` (switch_app for the LLM) must not take over the server's.
+PROTECTED = ("server", "builtin")
+
+
 class ToolTable:
     def __init__(self):
         self._by_llm = {}
 
     def add(self, tool):
+        """Add a tool under its LLM name; False if refused: a device tool whose
+        LLM name is a server or built-in tool's (those always keep the name)."""
         old = self._by_llm.get(tool.llm_name)
+        if old is not None and old.origin in PROTECTED and tool.origin not in PROTECTED:
+            log.warning("device tool %s refused: %s is the server's tool %s", tool.name, tool.llm_name, old.name)
+            return False
         if old is not None and old.name != tool.name:
             log.warning("tool %s hides %s (same name for the LLM)", tool.name, old.name)
         self._by_llm[tool.llm_name] = tool
+        return True
 
     def replace_origin(self, origin, tools):
         """Swap every tool of one origin (a fresh device tool list, say)."""
