@@ -1,6 +1,6 @@
 """python -m bench [--quick] [--sessions N] [section ...]
 
-Sections: latency, local, cloud, turns, concurrency, cmodule (default: all).
+Sections: latency, local, cloud, turns, concurrency, cmodule, edge (default: all).
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -14,13 +14,14 @@ import traceback
 
 from . import report
 
-SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule")
+SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "edge")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
     "cloud": "3. cloud-like providers",
     "turns": "4. turn-taking on utterances with pauses",
     "concurrency": "5. concurrent sessions over loopback WebSockets",
+    "edge": "8. slow and flooding clients at the edge",
 }
 CMODULE_TIMEOUT_S = 300
 
@@ -35,6 +36,8 @@ def sizes(args):
         "turns": {"count": 8 if q else 24},
         "concurrency": {"sessions": args.sessions or (10 if q else 200),
                         "seconds": args.seconds or (4.0 if q else 30.0)},
+        "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
+                 "probes": 8 if q else 20, "turns": 2 if q else 5},
     }
 
 
@@ -54,6 +57,9 @@ def run_section(name, size):
     if name == "concurrency":
         from .concurrency import run_concurrency
         return asyncio.run(run_concurrency(**size))
+    if name == "edge":
+        from .edge import run_edge
+        return asyncio.run(run_edge(**size))
     raise ValueError(name)
 
 
