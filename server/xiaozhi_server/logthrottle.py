@@ -44,7 +44,8 @@ class LogThrottle:
         self.suppressed = 0      # not logged one by one
 
     def allow(self, key, level=logging.INFO, label=None, logger=None):
-        """Count one event of this kind; True if it may be logged now."""
+        """Count one event of this kind; True if it may be logged now. label
+        names the kind in the summary (a callable is called only when needed)."""
         now = self.clock()
         w = self._windows.get(key)
         if w is not None and now - w.start >= self.interval_s:
@@ -53,6 +54,8 @@ class LogThrottle:
         if w is None:
             if len(self._windows) >= MAX_KEYS:
                 self.flush(now, force=True)
+            if callable(label):
+                label = label()
             w = self._windows[key] = _Window(now, level, label or str(key), logger or self.logger)
         w.count += 1
         self.events += 1
@@ -81,16 +84,18 @@ class LogThrottle:
         del self._windows[key]
         left_out = w.count - self.burst
         if left_out > 0:
-            w.logger.log(w.level, "%s: %d more in the last %.0f s, not logged one by one",
-                         w.label, left_out, max(self.clock() - w.start, 0.0))
+            w.logger.log(w.level, "%s: %d more like it within %g s, not logged one by one",
+                         w.label, left_out, self.interval_s)
 
     def _arm(self, delay):
-        """Summarise when the window ends even if no later event comes (when a loop runs)."""
-        if self._timer is not None:
-            return
+        """Summarise when the window ends even if no later event comes (when a
+        loop runs; a filter outlives the loops of tests, so a timer left on a
+        closed loop is replaced)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            return
+        if self._timer is not None and self._timer[0] is loop and not loop.is_closed():
             return
 
         def fire():
@@ -98,7 +103,7 @@ class LogThrottle:
             self.flush()
             if any(w.count > self.burst for w in self._windows.values()):
                 self._arm(self.interval_s / 2)
-        self._timer = loop.call_later(max(delay, 0.01), fire)
+        self._timer = (loop, loop.call_later(max(delay, 0.01), fire))
 
 
 class ThrottleFilter(logging.Filter):
@@ -113,12 +118,10 @@ class ThrottleFilter(logging.Filter):
         if getattr(record, "_throttle_summary", False):
             return True
         key = (record.name, str(record.msg))
-        label = str(record.msg)
         if self.by_first_arg and isinstance(record.args, tuple) and record.args:
             key += (str(record.args[0]),)
-            label = "%s (%s)" % (label, record.args[0])
         logger = _SummaryLogger(logging.getLogger(record.name))
-        return self.throttle.allow(key, record.levelno, label, logger)
+        return self.throttle.allow(key, record.levelno, lambda: record.getMessage()[:120], logger)
 
 
 class _SummaryLogger:
