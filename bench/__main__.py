@@ -1,6 +1,6 @@
 """python -m bench [--quick] [--sessions N] [section ...]
 
-Sections: latency, local, cloud, turns, concurrency, cmodule, edge (default: all).
+Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge (default: all).
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -14,7 +14,7 @@ import traceback
 
 from . import report
 
-SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "edge")
+SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -22,6 +22,7 @@ TITLES = {
     "turns": "4. turn-taking on utterances with pauses",
     "concurrency": "5. concurrent sessions over loopback WebSockets",
     "edge": "8. slow and flooding clients at the edge",
+    "control": "7. control plane: a burst of API calls to one device",
 }
 CMODULE_TIMEOUT_S = 300
 
@@ -38,6 +39,7 @@ def sizes(args):
                         "seconds": args.seconds or (4.0 if q else 30.0)},
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
+        "control": {"requests": 300 if q else 2000},
     }
 
 
@@ -60,6 +62,9 @@ def run_section(name, size):
     if name == "edge":
         from .edge import run_edge
         return asyncio.run(run_edge(**size))
+    if name == "control":
+        from .control_flood import run_control
+        return asyncio.run(run_control(**size))
     raise ValueError(name)
 
 

@@ -137,6 +137,13 @@ def encode_subscribe(buf, pid, topic, qos=1):
     return i + 1
 
 
+def _encode_bare(buf, first):
+    # PINGREQ, DISCONNECT: a fixed header and nothing else.
+    buf[0] = first
+    buf[1] = 0
+    return 2
+
+
 def encode_puback(buf, pid):
     buf[0] = PUBACK
     buf[1] = 2
@@ -201,8 +208,12 @@ class MQTTClient:
         self._pid = self._pid % 65535 + 1
         return self._pid
 
-    async def _send(self, n):
+    async def _send(self, encode, *args):
+        # Encoded into the one send buffer under the lock: a task that waits
+        # for the lock must not have its bytes overwritten by the next one
+        # (concurrent acks under a burst of requests did exactly that).
         async with self._lock:
+            n = encode(self._tx, *args)
             self._w.write(self._tx_mv[:n])
             await self._w.drain()
             self._last_tx = _now_ms()
@@ -279,22 +290,20 @@ class MQTTClient:
 
     async def connect(self):
         self._r, self._w = await asyncio.open_connection(self.host, self.port)
-        n = encode_connect(self._tx, self.client_id, self.keepalive, self.user, self.password)
-        await self._send(n)
+        await self._send(encode_connect, self.client_id, self.keepalive, self.user, self.password)
         first, n = await _with_timeout(self._read_packet(), ACK_TIMEOUT_MS)
         if first != CONNACK or n != 2:
             raise MQTTError("expected CONNACK, got 0x%02x" % first)
         if self._rx[1] != 0:
             raise MQTTError("broker refused the connection (code %d)" % self._rx[1])
-        self.connected = True
-        self.connects += 1
         for topic, qos in self.subs:
-            pid = self._next_pid()
-            n = encode_subscribe(self._tx, pid, topic, qos)
-            await self._send(n)
+            await self._send(encode_subscribe, self._next_pid(), topic, qos)
             first, n = await _with_timeout(self._read_packet(), ACK_TIMEOUT_MS)
             if first != SUBACK or n < 3 or self._rx[2] == 0x80:
                 raise MQTTError("subscription to %s refused" % topic)
+        # Only now: a publish while the SUBACKs are read would have its PUBACK taken for one.
+        self.connected = True
+        self.connects += 1
 
     async def publish(self, topic, payload, qos=0):
         """Send; with qos 1 wait for the PUBACK. False when not delivered."""
@@ -307,11 +316,10 @@ class MQTTClient:
             self._acks[pid] = ev
         try:
             try:
-                n = encode_publish(self._tx, topic, payload, qos, pid)
+                await self._send(encode_publish, topic, payload, qos, pid)
             except ValueError as e:
                 print("mqtt: publish to %s not sent: %s" % (topic, e))
                 return False
-            await self._send(n)
             if ev is None:
                 return True
             try:
@@ -371,9 +379,7 @@ class MQTTClient:
                 self._close()  # the broker went silent: the read fails, run() reconnects
                 return
             if _diff(now, self._last_tx) >= ka // 2:
-                self._tx[0] = PINGREQ
-                self._tx[1] = 0
-                await self._send(2)
+                await self._send(_encode_bare, PINGREQ)
 
     def _close(self):
         self.connected = False
@@ -410,9 +416,7 @@ class MQTTClient:
         self._stop = True
         if self.connected and self._w is not None:
             try:
-                self._tx[0] = DISCONNECT
-                self._tx[1] = 0
-                await self._send(2)
+                await self._send(_encode_bare, DISCONNECT)
             except OSError:
                 pass
         self._close()

@@ -62,6 +62,7 @@ class Broker:
             self.username, self.password = SERVER_USER, credentials.server_password()
         self._proc = None
         self._dir = None
+        self.log_path = None
 
     @property
     def url(self):
@@ -92,8 +93,13 @@ class Broker:
             await asyncio.to_thread(self.credentials.write_broker_files, [])
         self._dir = tempfile.mkdtemp(prefix="xiaozhi-mqtt-")
         conf = os.path.join(self._dir, "mosquitto.conf")
+        self.log_path = os.path.join(self._dir, "mosquitto.log")
         with open(conf, "w") as f:
-            f.write("listener %d %s\npersistence false\n" % (self.port, self.host))
+            # Its log goes to a file (warnings and errors: a dropped message is a
+            # warning), not to a pipe nobody reads once it runs: a full pipe would
+            # stop the broker. Config errors still come on stderr, read below.
+            f.write("listener %d %s\npersistence false\nlog_dest file %s\nlog_type error\nlog_type warning\n"
+                    % (self.port, self.host, self.log_path))
             if self.credentials is None:
                 f.write("allow_anonymous true\n")
             else:
@@ -112,6 +118,11 @@ class Broker:
                 break
             await asyncio.sleep(0.02)
         err = (await self._proc.stderr.read()).decode(errors="replace").strip() if self._proc.returncode is not None else ""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                err = (err + " " + f.read()[-2000:]).strip()
+        except OSError:
+            pass
         await self.stop()
         raise BrokerError("mosquitto did not start on %s:%d %s" % (self.host, self.port, err))
 

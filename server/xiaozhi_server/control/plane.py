@@ -64,6 +64,7 @@ class ControlPlane:
         self._waiters = {}        # req_id -> Future of the ack
         self._resending = asyncio.Lock()
         self._last_round = {}     # device_id -> monotonic time of its last report-driven round
+        self.acks_recorded = 0    # since start (logs, the bench: stored rows are pruned)
 
     async def start(self):
         await self.store.open()
@@ -331,6 +332,7 @@ class ControlPlane:
             log.info("ignored a second ack from %s for %s", device_id, ack["req_id"])
             return
         await self.store.record_ack(ack["req_id"], ack)
+        self.acks_recorded += 1
         self.pacer.acked(ack["req_id"])
         log.info("ack from %s for %s %s: %s %s", device_id, req["action"], ack["req_id"], ack["code"], ack["message"])
         if req["action"] == proto.ACTION_SET_ALARM:

@@ -11,7 +11,8 @@ Writes that race are decided here, in one statement each: creating a
 schedule that exists, or changing one whose revision moved on, changes
 nothing and says so (the API answers 409 / 412). Requests are pruned:
 at most KEEP_REQUESTS per device, none older than KEEP_DAYS, except the
-ones a schedule still points at.
+ones a schedule still points at and the young ones still waiting for an
+ack (the API's pacing bounds how many of those a device can have).
 
 Schedule states:
   pending_ack  stored, SET_ALARM sent (or to be sent), no ack yet
@@ -35,6 +36,7 @@ DELETED = "deleted"
 
 KEEP_REQUESTS = 200     # per device; enough for the API's last 10 and a few days of history
 KEEP_DAYS = 30
+KEEP_UNACKED_S = 600    # a request this young still waiting for its ack is never pruned
 KEEP_DELETED = 20       # deleted schedules kept per device (with their UNSET_ALARM acks)
 _PRUNE_EVERY = 64       # inserts between two age-based passes
 
@@ -293,9 +295,9 @@ class Store(DeviceRecords):
 
     def _prune_device(self, device_id):
         self._db.execute(
-            "DELETE FROM requests WHERE device_id=? AND %s AND rowid NOT IN "
-            "(SELECT rowid FROM requests WHERE device_id=? ORDER BY rowid DESC LIMIT ?)" % self._KEPT,
-            (device_id, device_id, KEEP_REQUESTS))
+            "DELETE FROM requests WHERE device_id=? AND %s AND NOT (ack IS NULL AND created_at > ?) "
+            "AND rowid NOT IN (SELECT rowid FROM requests WHERE device_id=? ORDER BY rowid DESC LIMIT ?)"
+            % self._KEPT, (device_id, time.time() - KEEP_UNACKED_S, device_id, KEEP_REQUESTS))
         self._db.execute(
             "DELETE FROM schedules WHERE device_id=? AND state='deleted' AND alarm_id NOT IN "
             "(SELECT alarm_id FROM schedules WHERE device_id=? AND state='deleted' "
@@ -329,9 +331,13 @@ class Store(DeviceRecords):
                                (json.dumps(ack), time.time(), req_id))
         return self._get_request(req_id) if cur.rowcount else None
 
-    async def request_count(self, device_id):
-        return await self._run(lambda: self._db.execute("SELECT COUNT(*) FROM requests WHERE device_id=?",
-                                                        (device_id,)).fetchone()[0])
+    async def counts(self, device_id):
+        """How many requests of the device are stored, were published, have their ack."""
+        def count():
+            r = self._db.execute("SELECT COUNT(*), COUNT(sent_at), COUNT(ack) FROM requests WHERE device_id=?",
+                                 (device_id,)).fetchone()
+            return {"requests": r[0], "sent": r[1], "acked": r[2]}
+        return await self._run(count)
 
     async def recent_requests(self, device_id, limit=10):
         return await self._run(self._recent, device_id, limit)

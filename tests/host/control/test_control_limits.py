@@ -86,4 +86,4 @@ async def test_requests_are_pruned_per_device(api, device, device_id, monkeypatc
         assert (await api.post("/api/devices/%s/tasks" % device_id, LESSON, wait=5))[0] == 200
         await device.next_request()
     # Pruned back to 4 each time the count passes 4 + 4 // 4.
-    assert await api.server.control.store.request_count(device_id) <= 5
+    assert (await api.server.control.store.counts(device_id))["requests"] <= 5
