@@ -807,11 +807,13 @@ def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source
     return m
 
 
-def ota_response(server_time, firmware, websocket, mqtt=None, activation=None):
+def ota_response(server_time, firmware, websocket, mqtt=None, control_mqtt=None, activation=None):
     """Build OTA / activation response (server -> device, HTTP)."""
     m = {'server_time': server_time, 'firmware': firmware, 'websocket': websocket}
     if mqtt is not None:
         m['mqtt'] = mqtt
+    if control_mqtt is not None:
+        m['control_mqtt'] = control_mqtt
     if activation is not None:
         m['activation'] = activation
     return m

@@ -748,7 +748,7 @@ SCHEMAS = {
     'mqtt.start_app_task': '{"type":"object","required":["app_id","task_id"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"const":"mqtt_immediate"}}}',
     'mqtt.state': '{"type":"object","required":["device_id","state"],"properties":{"device_id":{"type":"string","maxLength":64},"state":{"$ref":"common.device_state"},"active_app_id":{"type":["string","null"],"maxLength":64},"active_task_id":{"type":["string","null"],"maxLength":64},"source":{"type":["string","null"],"maxLength":32},"player":{"type":"object"},"event":{"type":"string","maxLength":64},"message":{"type":"string","maxLength":500},"timestamp":{"type":"integer","minimum":0}}}',
     'mqtt.unset_alarm': '{"type":"object","required":["alarm_id"],"additionalProperties":false,"properties":{"alarm_id":{"$ref":"common.identifier"}}}',
-    'ota.response': '{"type":"object","required":["server_time","firmware","websocket"],"properties":{"server_time":{"type":"object","required":["timestamp"],"properties":{"timestamp":{"type":"integer","minimum":0},"timezone_offset":{"type":"integer"}}},"firmware":{"type":"object","required":["version"],"properties":{"version":{"type":"string"},"url":{"type":"string"},"force":{"enum":[0,1]}}},"websocket":{"type":"object","required":["url"],"properties":{"url":{"type":"string"},"token":{"type":"string"},"version":{"enum":[1,2,3]}}},"mqtt":{"type":"object"},"activation":{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"message":{"type":"string"},"challenge":{"type":"string"},"timeout_ms":{"type":"integer"}}}}}',
+    'ota.response': '{"type":"object","required":["server_time","firmware","websocket"],"properties":{"server_time":{"type":"object","required":["timestamp"],"properties":{"timestamp":{"type":"integer","minimum":0},"timezone_offset":{"type":"integer"}}},"firmware":{"type":"object","required":["version"],"properties":{"version":{"type":"string"},"url":{"type":"string"},"force":{"enum":[0,1]}}},"websocket":{"type":"object","required":["url"],"properties":{"url":{"type":"string"},"token":{"type":"string"},"version":{"enum":[1,2,3]}}},"mqtt":{"type":"object"},"control_mqtt":{"type":"object","required":["url"],"properties":{"url":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"}}},"activation":{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"message":{"type":"string"},"challenge":{"type":"string"},"timeout_ms":{"type":"integer"}}}}}',
     'registry.app': '{"type":"object","required":["id","title","default_task","tasks"],"additionalProperties":false,"properties":{"id":{"$ref":"common.identifier"},"title":{"type":"string","minLength":1,"maxLength":100},"description":{"type":"string","maxLength":1000},"default_task":{"$ref":"common.identifier"},"tasks":{"type":"array","minItems":1,"items":{"$ref":"registry.task"}}}}',
     'registry.apps': '{"type":"object","required":["version","default_app","apps"],"additionalProperties":false,"properties":{"version":{"const":1},"default_app":{"$ref":"common.identifier"},"apps":{"type":"array","minItems":1,"items":{"$ref":"registry.app"}}}}',
     'registry.pending_task': '{"type":"object","required":["app_id","task_id","source","updated_at"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"},"alarm_id":{"type":["string","null"],"maxLength":64},"updated_at":{"type":"integer","minimum":0}}}',
@@ -943,11 +943,13 @@ def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source
     return m
 
 
-def ota_response(server_time, firmware, websocket, mqtt=None, activation=None):
+def ota_response(server_time, firmware, websocket, mqtt=None, control_mqtt=None, activation=None):
     """Build OTA / activation response (server -> device, HTTP)."""
     m = {'server_time': server_time, 'firmware': firmware, 'websocket': websocket}
     if mqtt is not None:
         m['mqtt'] = mqtt
+    if control_mqtt is not None:
+        m['control_mqtt'] = control_mqtt
     if activation is not None:
         m['activation'] = activation
     return m

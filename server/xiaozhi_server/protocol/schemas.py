@@ -655,7 +655,10 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
  'ota.response': {'title': 'OTA / activation response (server -> device, HTTP)',
                   'description': 'What POST /xiaozhi/ota/ returns: server time, firmware, the '
                                  'WebSocket endpoint, MQTT settings when used, and activation when '
-                                 'the device must be bound.',
+                                 "the device must be bound. control_mqtt is this project's: the "
+                                 "parents' control broker (its login only for an activated "
+                                 'device); it is not `mqtt`, which makes stock firmware switch its '
+                                 'audio to MQTT+UDP.',
                   'type': 'object',
                   'required': ['server_time', 'firmware', 'websocket'],
                   'properties': {'server_time': {'type': 'object',
@@ -674,6 +677,11 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                               'token': {'type': 'string'},
                                                               'version': {'enum': [1, 2, 3]}}},
                                  'mqtt': {'type': 'object'},
+                                 'control_mqtt': {'type': 'object',
+                                                  'required': ['url'],
+                                                  'properties': {'url': {'type': 'string'},
+                                                                 'username': {'type': 'string'},
+                                                                 'password': {'type': 'string'}}},
                                  'activation': {'type': 'object',
                                                 'required': ['code'],
                                                 'properties': {'code': {'type': 'string'},

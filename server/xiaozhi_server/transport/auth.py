@@ -43,10 +43,13 @@ def identify(path, headers):
     return Identity(pick("Device-Id", "device-id") or None, pick("Client-Id", "client-id") or None, token, version)
 
 
-def check(identity, auth_config):
-    """Raise Refusal unless this identity may connect."""
+def check(identity, auth_config, device_token_ok=None):
+    """Raise Refusal unless this identity may connect. With tokens configured,
+    a device's own token (device_token_ok(device_id, token), given by the
+    control plane to an activated device) is as good as a configured one."""
     tokens = [t for t in auth_config.get("tokens") or [] if t]
-    if tokens and not any(hmac.compare_digest(identity.token.encode(), t.encode()) for t in tokens):
+    if tokens and not any(hmac.compare_digest(identity.token.encode(), t.encode()) for t in tokens) and \
+            not (device_token_ok is not None and device_token_ok(identity.device_id, identity.token)):
         raise Refusal("missing or wrong token" if identity.token else "a token is required")
     allowed = auth_config.get("allowed_devices") or []
     if allowed and identity.device_id not in allowed:

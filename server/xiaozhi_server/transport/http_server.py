@@ -1,11 +1,17 @@
 """HTTP on port 8003: the OTA/activation endpoint devices call at boot.
 
 POST (or GET) /xiaozhi/ota/ answers with the server time, the firmware the
-device already runs (no upgrade is offered), and the WebSocket URL and
-token. No `mqtt` key is sent: in stock firmware that selects the MQTT+UDP
-audio transport, and this server speaks WebSocket. The control-plane
-broker (parents' app) is announced under `control_mqtt`.
-/xiaozhi/ota/activate answers 200: devices here need no activation code.
+device already runs (no upgrade is offered), and the WebSocket URL. No
+`mqtt` key is sent: in stock firmware that selects the MQTT+UDP audio
+transport, and this server speaks WebSocket. The control-plane broker
+(parents' app) is announced under `control_mqtt`.
+
+Nothing secret goes to any caller (control/devices.py has the policy):
+with device tokens configured, a device gets its own token and broker
+login only once activated (an approved code binds its Device-Id and
+Client-Id) or when it presents its token; anyone else gets an activation
+code. /xiaozhi/ota/activate answers 202 while the code waits for a
+parent, 200 once approved (and always 200 with no tokens configured).
 Other layers (the control API) add their routes to `app`.
 
 Every connection passes the edge first (http_edge.py: header and body
@@ -57,6 +63,7 @@ class HttpServer:
         self.port = cfg["http_port"]
         self._ws_url_for = ws_url_for
         self.broker_url = broker_url
+        self.devices = None     # control.devices.Devices when the control plane runs
         self.limits = services.config["limits"]
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.guard = http_edge.make_guard(self.limits)
@@ -88,24 +95,44 @@ class HttpServer:
             log.warning("OTA refused for device %s", ident.device_id)
             return web.json_response({"error": "device not allowed"}, status=403)
         version = firmware_version(info, request.headers.get("User-Agent"))
-        tokens = self.services.config["auth"].get("tokens") or []
+        kind, grant = "open", None
+        if self.devices is not None:
+            kind, grant = await self.devices.ota_grant(ident.device_id, ident.client_id, ident.token)
+        elif [t for t in self.services.config["auth"].get("tokens") or [] if t]:
+            kind = "activate"   # tokens, but no device registry to activate with: nothing to hand out
         offset = -time.timezone // 60 if not time.daylight else -time.altzone // 60
         host = self.services.config["server"].get("public_host") or request.host.split(":")[0]
+        control = None
+        if kind == "granted":
+            control = grant["mqtt"]
+        elif self.broker_url:
+            control = {"url": self.broker_url}
         body = proto.ota_response(
             {"timestamp": int(time.time() * 1000), "timezone_offset": offset},
             {"version": version, "url": ""},
-            {"url": self._ws_url_for(host), "token": tokens[0] if tokens else ""})
-        if self.broker_url:
-            body["control_mqtt"] = {"url": self.broker_url}
+            {"url": self._ws_url_for(host), "token": grant["token"] if kind == "granted" else ""},
+            control_mqtt=control, activation=grant if kind == "activate" else None)
         err = proto.validate("ota.response", body)
         if err:  # our bug: say so rather than send a broken answer
             log.error("OTA answer does not fit the schema: %s", err)
             return web.json_response({"error": "server error"}, status=500)
-        log.info("OTA check from %s (firmware %s)", ident.device_id, version)
+        log.info("OTA check from %s (firmware %s)%s", ident.device_id, version,
+                 {"granted": ": credentials handed over", "activate": ": not activated, nothing handed over"}
+                 .get(kind, ""))
         return web.json_response(body)
 
     async def activate(self, request):
-        return web.json_response({"status": "activated"})
+        """202 while the device's code waits for a parent, 200 once approved,
+        404 when it never asked for one (ask the OTA endpoint first)."""
+        ident = auth.identify(str(request.rel_url), request.headers)
+        status = await self.devices.activation_state(ident.device_id, ident.client_id) \
+            if self.devices is not None else 200
+        if status == 200:
+            return web.json_response({"status": "activated"})
+        if status == 202:
+            return web.json_response({"status": "waiting for a parent to approve the code"}, status=202)
+        return web.json_response({"error": "no activation code for this device: ask the OTA endpoint first"},
+                                 status=404)
 
     async def health(self, request):
         return web.json_response({"status": "ok", "sessions": len(self.services.sessions)})

@@ -54,6 +54,8 @@ class _GuardedConnection(ServerConnection):
 class WsServer:
     def __init__(self, services):
         self.services = services
+        # fn(device_id, token) -> bool: a device's own token (the control plane sets it).
+        self.device_token_ok = None
         cfg = services.config["server"]
         self.host = cfg["host"]
         self.port = cfg["ws_port"]
@@ -82,7 +84,7 @@ class WsServer:
         ident = auth.identify(req.path, req.headers)
         peer = "%s:%s" % connection.remote_address[:2] if connection.remote_address else "?"
         try:
-            auth.check(ident, self.services.config["auth"])
+            auth.check(ident, self.services.config["auth"], self.device_token_ok)
         except auth.Refusal as e:
             self.log_throttle.log(logging.WARNING, "refused connections",
                                   "refused %s (device %s): %s", peer, ident.device_id, e)

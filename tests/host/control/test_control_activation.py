@@ -1,0 +1,88 @@
+"""The OTA endpoint hands no secret to a caller it does not know. With device
+tokens configured, a device gets an activation code; once a parent approves
+it, the same Device-Id and Client-Id get the device's own WebSocket token
+and broker login, which work; anyone else still gets nothing. With no
+tokens configured (the loopback default) nothing secret is handed out."""
+import aiomqtt
+import pytest
+
+from testkit.control_api import eventually
+from testkit.wire_device import WireDevice
+from xiaozhi_server import protocol as proto
+
+KID = {"Device-Id": "02:00:00:00:aa:01", "Client-Id": "5b1f0c9e-7d0a-4a51-9d3e-1f7c2b6a0d11"}
+
+
+async def ota(api, headers, path="/xiaozhi/ota/"):
+    async with api.http.post(api.base + path, json={"application": {"version": "1.0.0"}}, headers=headers) as r:
+        return r.status, await r.json()
+
+
+async def test_unknown_devices_get_a_code_and_nothing_secret(start_control):
+    api = await start_control(auth={"tokens": ["shared-secret"]})
+    status, ans = await ota(api, KID)
+    assert status == 200 and proto.validate("ota.response", ans) is None
+    assert ans["websocket"]["token"] == ""
+    assert set(ans["control_mqtt"]) == {"url"}
+    act = ans["activation"]
+    assert len(act["code"]) == 6 and act["code"].isdigit() and act["challenge"] and act["timeout_ms"] > 0
+    # Asking again shows the same code; the activate call waits for a parent.
+    assert (await ota(api, KID))[1]["activation"]["code"] == act["code"]
+    assert (await ota(api, KID, "/xiaozhi/ota/activate"))[0] == 202
+    # A caller with another Client-Id (anyone who knows the MAC) gets its own code, not this one.
+    other = dict(KID, **{"Client-Id": "someone-else"})
+    assert (await ota(api, other))[1]["activation"]["code"] != act["code"]
+    assert (await ota(api, {"Device-Id": "02:00:00:00:aa:09"}))[1].get("activation") is None   # no Client-Id
+
+
+async def test_an_approved_device_gets_credentials_that_work(start_control):
+    api = await start_control(auth={"tokens": ["shared-secret"]})
+    code = (await ota(api, KID))[1]["activation"]["code"]
+    status, approved = await api.post("/api/activations/%s" % code, None)
+    assert status == 200 and approved["device_id"] == KID["Device-Id"]
+    assert (await api.post("/api/activations/%s" % code, None))[0] == 404   # once
+    assert (await ota(api, KID, "/xiaozhi/ota/activate"))[0] == 200
+
+    _, ans = await ota(api, KID)
+    assert "activation" not in ans
+    token, login = ans["websocket"]["token"], ans["control_mqtt"]
+    assert token.startswith("xzd1.") and login["username"] and login["password"]
+    # The same MAC from another client still gets nothing.
+    _, stranger = await ota(api, dict(KID, **{"Client-Id": "someone-else"}))
+    assert stranger["websocket"]["token"] == "" and "username" not in stranger["control_mqtt"]
+    # A device presenting its own token is known whatever its Client-Id.
+    _, again = await ota(api, {"Device-Id": KID["Device-Id"], "Client-Id": "reflashed",
+                               "Authorization": "Bearer " + token})
+    assert again["websocket"]["token"] == token
+
+    # The token opens a voice session for this device only.
+    async with WireDevice(api.server.ws.url, device_id=KID["Device-Id"], token=token, mcp=False) as dev:
+        await dev.hello()
+    intruder = WireDevice(api.server.ws.url, device_id="02:00:00:00:aa:02", token=token, mcp=False)
+    await intruder.connect()
+    code, reason = await intruder.wait_closed(timeout=5)
+    assert code == 1008 and "wrong token" in reason
+    # The login opens the broker, for this device's topics.
+    async with aiomqtt.Client("127.0.0.1", api.server.broker.port, username=login["username"],
+                              password=login["password"], identifier="kid") as c:
+        await c.publish(proto.topic(proto.TOPIC_RPT_STATE, KID["Device-Id"]),
+                        proto.encode(proto.mqtt_state(KID["Device-Id"], proto.STATE_IDLE)).encode(), qos=1)
+
+        async def reported():
+            return (await api.get("/api/devices/%s" % KID["Device-Id"]))[1]["state"]
+        assert (await eventually(reported))["report"]["state"] == proto.STATE_IDLE
+
+
+async def test_without_tokens_nothing_secret_is_handed_out(api):
+    status, ans = await ota(api, KID)
+    assert status == 200
+    assert ans["websocket"]["token"] == "" and "activation" not in ans
+    assert set(ans["control_mqtt"]) == {"url"}
+    assert (await ota(api, KID, "/xiaozhi/ota/activate"))[0] == 200
+
+
+@pytest.mark.parametrize("code", ["000000", "12ab56"])
+async def test_approving_a_code_nobody_shows_is_404(start_control, code):
+    api = await start_control(auth={"tokens": ["shared-secret"]})
+    status, err = await api.post("/api/activations/%s" % code, None)
+    assert status == 404 and err["error"]["code"] == "not_found"
