@@ -12,6 +12,7 @@ import serial
 
 from testkit import ROOT, audio
 from testkit.server import server_config
+from xiaozhi_server import protocol as proto
 
 
 def config(llm_url):
@@ -81,17 +82,25 @@ async def test_power_off_is_standby_and_the_state_survives(fake_llm, start_serve
 
 
 def arm_rtc_alarm(state, in_seconds):
-    """Set the board's DS3231 alarm the way its firmware does, through the
-    HAL's I2C bus and the driver (the state dir keeps the registers)."""
+    """Set a one-shot alarm the way the board does for SET_ALARM: an entry
+    in its alarm table (NVS), from which the firmware programs the DS3231
+    through the HAL's I2C bus (the state dir keeps records and registers).
+    The board derives the chip from that table at every boot, so an alarm
+    written to the chip alone would be cleared as stale."""
     sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "firmware/lib")]
     try:
         from hal.host.board import HostBoard
         from ds3231 import DS3231
+        from nvs_store import RecordStore
+        from app.alarms import Alarms
         board = HostBoard(str(state))
         rtc = DS3231(board.i2c)
-        rtc.set_time(board.clock.time())
-        rtc.set_alarm_once(board.clock.time() + in_seconds)
-        rtc.enable_alarm()
+        now = board.clock.time()
+        rtc.set_time(now)
+        alarms = Alarms(rtc, RecordStore(board.nvs("xzalarms"), 2048), 0,
+                        pending_store=RecordStore(board.nvs("xiaozhi")))
+        chat = {"app_id": proto.DEFAULT_APP_ID, "task_id": proto.DEFAULT_TASK_ID, "params": {}}
+        assert alarms.set({"alarm_id": "sim", "at": now + in_seconds, "pending_task": chat}, now) is None
         board.stop()
     finally:
         del sys.path[:2]
