@@ -125,13 +125,19 @@ class Device:
             return False
         if self.cfg.get("ota_url"):
             from app import ota
-            info = await ota.check(self.cfg["ota_url"], self.identity, b.clock, b.name)
+            info = await ota.check(self.cfg["ota_url"], self.identity, b.clock, b.name, token=self.token)
             del ota
             if info is not None:
                 self.ws_url = info["url"]
                 self.token = info["token"] or self.token
                 if info.get("version"):
                     self.version = info["version"]
+                m = info.get("mqtt")
+                if m and (self.cfg.get("mqtt") or {}).get("url"):
+                    # The broker stays the configured one; its login comes from the server.
+                    mc = dict(self.cfg["mqtt"])
+                    mc["user"], mc["password"] = m["username"], m["password"]
+                    self.cfg["mqtt"] = mc
         self.state.go(proto.STATE_IDLE)
         return True
 
@@ -145,7 +151,7 @@ class Device:
         if btn is not None:
             btn.irq(lambda _pin: self._button.set(), btn.IRQ_FALLING)
         from app.entry import forget
-        for name in ("app.ota", "app.http"):
+        for name in ("app.ota", "app.activation", "app.http"):
             forget(name)  # asked once per boot: their heap is worth more to the MQTT side
         task, why = self.entry.boot_task()
         self.entry.start()

@@ -1,11 +1,18 @@
 # OTA check at boot: POST the system info to the OTA URL, learn the
-# WebSocket URL and token, and set the clock from the server time.
+# WebSocket URL and token (and the control broker's login), and set the
+# clock from the server time.
 #
-#   info = await check(cfg["ota_url"], identity, board.clock, version)
-#   info -> {"url", "token", "version"} or None (unreachable / bad answer)
+#   info = await check(cfg["ota_url"], identity, board.clock, board_name, token=stored_token)
+#   info -> {"url", "token", "version", "mqtt"} or None (unreachable / bad answer)
+#   info["mqtt"] -> {"url", "username", "password"} or None
 #
-# Firmware upgrades and activation codes are not handled yet: an answer
-# that asks for them is logged and the device carries on.
+# An answer with `activation` (the server does not know this device yet)
+# runs the stock activation flow (app/activation.py, loaded only then); once
+# a parent approved the code the check is asked again and now carries the
+# device's token and login. A device that has a token sends it
+# (Authorization), so the server knows it. Firmware upgrades are not
+# handled yet: the device carries on.
+import gc
 import json
 
 import log
@@ -24,11 +31,7 @@ def system_info(identity, board_name):
             "board": {"type": board_name}}
 
 
-async def check(url, identity, clock, board_name="host", timeout_ms=10000):
-    headers = {"Device-Id": identity.device_id, "Client-Id": identity.client_id,
-               "Activation-Version": "1", "Content-Type": "application/json",
-               "User-Agent": "%s/%s" % (board_name, FIRMWARE_VERSION)}
-    body = json.dumps(system_info(identity, board_name))
+async def _ask(url, headers, body, timeout_ms):
     try:
         status, data = await http.request("POST", url, headers, body, timeout_ms)
     except (OSError, ValueError) as e:
@@ -37,15 +40,35 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000):
     if status != 200:
         _log.warn("OTA check at %s answered HTTP %d", url, status)
         return None
+    # The boot's garbage out of the way first: the answer's schema is read
+    # in one piece of a few KB, and the unix port's 256 KB heap is tight here.
+    gc.collect()
     try:
         ans = proto.decode_json(data.decode())
         proto.check("ota.response", ans, "ota")
     except (proto.ProtoError, UnicodeError) as e:
         _log.warn("OTA answer refused: %s", e)
         return None
-    ts = ans["server_time"]["timestamp"]
-    clock.set_time(ts // 1000)
+    return ans
+
+
+async def check(url, identity, clock, board_name="host", timeout_ms=10000, token=""):
+    headers = {"Device-Id": identity.device_id, "Client-Id": identity.client_id,
+               "Activation-Version": "1", "Content-Type": "application/json",
+               "User-Agent": "%s/%s" % (board_name, FIRMWARE_VERSION)}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    body = json.dumps(system_info(identity, board_name))
+    ans = await _ask(url, headers, body, timeout_ms)
+    if ans is None:
+        return None
+    clock.set_time(ans["server_time"]["timestamp"] // 1000)
     if ans.get("activation"):
-        _log.warn("server asks for activation code %s: not supported yet", ans["activation"]["code"])
+        from app import activation
+        if await activation.wait_approved(url, headers, ans["activation"], timeout_ms):
+            ans = await _ask(url, headers, body, timeout_ms) or ans
     w = ans["websocket"]
-    return {"url": w["url"], "token": w.get("token", ""), "version": w.get("version")}
+    m = ans.get("control_mqtt") or {}
+    mqtt = {"url": m["url"], "username": m["username"], "password": m.get("password", "")} \
+        if m.get("username") else None
+    return {"url": w["url"], "token": w.get("token", ""), "version": w.get("version"), "mqtt": mqtt}

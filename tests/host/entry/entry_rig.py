@@ -95,15 +95,17 @@ class Rig:
     def ota_url(self):
         return "http://127.0.0.1:%d/xiaozhi/ota/" % self.server.http.port
 
-    async def boot(self, interp, speed=4, args=(), **config):
+    async def boot(self, interp, speed=4, args=(), provision=True, **config):
         """Start the board and return its process. The first boot prepares the
-        state directory (config with `speed` and `config`); later boots keep it."""
+        state directory (config with `speed` and `config`; the broker login of a
+        parent's provisioning unless provision=False); later boots keep it."""
         if not (self.state_dir / "config.json").exists():
-            # Provisioned by a parent (the loopback default hands out nothing over OTA).
-            creds = (await self.server.control.devices.provision(DEVICE_ID))["mqtt"]
+            mqtt = {"url": "mqtt://127.0.0.1:%d" % self.broker.port, "keepalive": 30}
+            if provision:   # the loopback default hands out nothing over OTA
+                creds = (await self.server.control.devices.provision(DEVICE_ID))["mqtt"]
+                mqtt.update(user=creds["username"], password=creds["password"])
             cfg = {"server_url": self.server.ws.url, "ota_url": self.ota_url, "clock_speed": speed,
-                   "mqtt": {"url": "mqtt://127.0.0.1:%d" % self.broker.port, "keepalive": 30,
-                            "user": creds["username"], "password": creds["password"]}}
+                   "mqtt": mqtt}
             cfg.update(config)
             prepare_state(self.state_dir, cfg, LESSONS)
             (self.state_dir / "mac").write_text(DEVICE_ID.replace(":", ""))
