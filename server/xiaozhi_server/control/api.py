@@ -17,6 +17,7 @@ import logging
 
 from aiohttp import web
 
+from .. import protocol as proto
 from . import checks
 from .errors import BadRequest, ControlError, DeviceBusy, NotFound, Unauthorized
 
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "/api/devices/{device_id}"
 MAX_WAIT_S = 30.0
+MAX_BODY = 1 << 20     # the HTTP edge refuses bigger bodies first (413)
 TASK_FIELDS = ("app_id", "task_id", "params")
 
 
@@ -112,12 +114,17 @@ class ControlApi:
 
     @staticmethod
     async def _body(request):
+        """The JSON object of the body through the protocol's shared decode:
+        not JSON, not an object, nested too deep or holding a lone surrogate
+        is a 400 naming why (the field, for a surrogate)."""
         try:
-            body = json.loads(await request.text() or "null")
-        except ValueError as e:
-            raise BadRequest("the body must be JSON (%s)" % e)
-        if not isinstance(body, dict):
-            raise BadRequest("the body must be a JSON object")
+            text = await request.text()
+        except UnicodeDecodeError as e:
+            raise BadRequest("the body must be UTF-8 JSON (%s)" % e)
+        try:
+            body = proto.decode_json(text or "null", MAX_BODY)
+        except proto.ProtoError as e:
+            raise BadRequest("the body must be a JSON object: %s" % str(e).replace("message", "body", 1))
         return checks.text(body, "body")
 
     @staticmethod

@@ -24,35 +24,12 @@ def device_id(value):
 def text(value, where):
     """value, or BadRequest naming the first string inside it that is not
     Unicode text (a lone surrogate such as \\ud800, which JSON's \\u escapes
-    can carry but UTF-8 cannot store or send)."""
-    bad = _not_text(value, where)
-    if bad:
-        raise BadRequest("%s: holds a lone surrogate (\\u%04x), which is not text; send the real character"
-                         % bad)
+    can carry but UTF-8 cannot store or send) or the depth it is nested past
+    (the protocol's shared check, proto.json_error)."""
+    err = proto.json_error(value, where)
+    if err:
+        raise BadRequest(err + "; send real characters")
     return value
-
-
-def _not_text(v, where):
-    if isinstance(v, str):
-        try:
-            v.encode("utf-8")
-        except UnicodeEncodeError as e:
-            return where, ord(v[e.start])
-        return None
-    if isinstance(v, dict):
-        items = v.items()
-    elif isinstance(v, list):
-        items = enumerate(v)
-    else:
-        return None
-    for k, x in items:
-        name = "%s.%s" % (where, k) if isinstance(k, str) else "%s[%d]" % (where, k)
-        if isinstance(k, str) and _not_text(k, where):
-            return _not_text(k, where)
-        bad = _not_text(x, name)
-        if bad:
-            return bad
-    return None
 
 
 def task(registry, app_id, task_id, params, where=""):

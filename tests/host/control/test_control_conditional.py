@@ -103,3 +103,14 @@ async def test_a_lone_surrogate_is_refused_and_the_device_still_reads(api, devic
     assert d["state"]["report"]["message"] == "bad \ud800"
     status, listed = await api.get(path(device_id))
     assert status == 200 and listed["schedules"] == []
+
+
+async def test_a_body_nested_past_the_limit_is_a_400(api, device, device_id):
+    deep = '{"app_id": "chat", "params": ' + "[" * 5000 + "]" * 5000 + "}"
+    async with api.http.post(api.base + "/api/devices/%s/tasks" % device_id, data=deep,
+                             headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 400
+        assert "nested deeper" in (await r.json())["error"]["message"]
+    async with api.http.post(api.base + "/api/devices/%s/tasks" % device_id, data=b'{"app_id": "\xff"}',
+                             headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 400 and "UTF-8" in (await r.json())["error"]["message"]
