@@ -23,7 +23,7 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from simkit import alarm_clock, mic_input, replies  # noqa: E402
+from simkit import alarm_clock, mic_input, provision, replies  # noqa: E402
 from simkit.firmware_child import FirmwareChild  # noqa: E402
 from simkit.pty_port import PtyPort  # noqa: E402
 from simkit.text_console import describe  # noqa: E402
@@ -78,15 +78,23 @@ def prepare_state(args):
             cfg["ota_url"] = ""  # straight to the WebSocket, no OTA round
         else:
             cfg["ota_url"] = args.server
+    if args.device_id:
+        with open(os.path.join(state, "mac"), "w") as f:
+            f.write(args.device_id.replace(":", "").lower())
     if args.mqtt:
         mqtt = cfg.get("mqtt") if isinstance(cfg.get("mqtt"), dict) else {}
         mqtt["url"] = "mqtt://" + args.mqtt
         cfg["mqtt"] = mqtt
+        if not mqtt.get("user") and (args.server or "").startswith("http"):
+            # The server's broker checks logins: ask the server for the board's.
+            try:
+                login = provision.credentials(args.server, provision.board_mac(state, args.device_id),
+                                              os.environ.get("XIAOZHI_API_TOKEN"))
+                mqtt.update(user=login["username"], password=login["password"])
+            except provision.ProvisionError as e:
+                print("sim: the board has no broker login: %s" % e, file=sys.stderr)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cfg, f, indent=1)
-    if args.device_id:
-        with open(os.path.join(state, "mac"), "w") as f:
-            f.write(args.device_id.replace(":", "").lower())
     return state
 
 

@@ -1,0 +1,51 @@
+"""The simulated board's broker login, asked of the server it boots against.
+
+The server's own broker refuses anonymous clients; a real board gets its
+login from a parent's provisioning or from activation. With --mqtt and an
+http:// OTA URL, the simulator asks that server's control API for the
+board's credentials (POST /api/devices/{id}/credentials, with
+XIAOZHI_API_TOKEN when set), as `xiaozhi-server device provision
+--write-config` would, so `make run` + `make sim --mqtt` work out of the box.
+"""
+import binascii
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+class ProvisionError(Exception):
+    pass
+
+
+def board_mac(state, given=None):
+    """The board's MAC as the host HAL keeps it in STATE/mac (made now if missing)."""
+    path = os.path.join(state, "mac")
+    if given:
+        return given.lower()
+    if not os.path.exists(path):
+        mac = bytearray(os.urandom(6))
+        mac[0] = (mac[0] & 0xFC) | 0x02   # locally administered, unicast (as the HAL makes it)
+        with open(path, "wb") as f:
+            f.write(binascii.hexlify(mac))
+    with open(path) as f:
+        h = f.read().strip()
+    return ":".join(h[i:i + 2] for i in range(0, 12, 2))
+
+
+def credentials(ota_url, device_id, token=None, timeout=5):
+    """{"username", "password", ...} from the server behind this OTA URL."""
+    u = urllib.parse.urlsplit(ota_url)
+    url = "%s://%s/api/devices/%s/credentials" % (u.scheme, u.netloc, urllib.parse.quote(device_id, safe=""))
+    req = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())["mqtt"]
+    except urllib.error.HTTPError as e:
+        raise ProvisionError("the server said HTTP %d to %s (set XIAOZHI_API_TOKEN if it has an API token)"
+                             % (e.code, url))
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
+        raise ProvisionError("no credentials from %s: %s" % (url, e))
