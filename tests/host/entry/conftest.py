@@ -3,6 +3,7 @@
 scripted OpenAI-compatible model, and the firmware as a real process on the
 simulated board (CPython and the MicroPython unix port with its 256 KB heap)."""
 import asyncio
+import contextlib
 import sys
 
 import aiohttp
@@ -19,20 +20,29 @@ from entry_rig import OPENER, Rig  # noqa: E402
 
 
 @pytest.fixture
-async def rig(tmp_path):
-    with FakeLLM() as llm:
-        llm.default_reply = "好的。"
-        cfg = control_config(tmp_path / "control.db")
-        cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "test", "model": "fake-model"}
-        cfg["apps"]["opener_lines"] = {"zh": [OPENER], "en": [OPENER]}
-        server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
-        await server.start()
-        http = aiohttp.ClientSession()
-        r = Rig(server, Api(server, http), tmp_path / "state")
-        try:
-            yield r
-        finally:
-            await r.close()
-            await http.close()
-            await server.stop()
-            await asyncio.sleep(0.01)
+async def start_rig(tmp_path):
+    """start_rig(**sections) -> a Rig on a server with these config sections
+    (e.g. auth={"tokens": [...]}); everything stopped after the test."""
+    async with contextlib.AsyncExitStack() as stack:
+        async def start(**sections):
+            llm = stack.enter_context(FakeLLM())
+            llm.default_reply = "好的。"
+            cfg = control_config(tmp_path / "control.db", **sections)
+            cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "test", "model": "fake-model"}
+            cfg["apps"]["opener_lines"] = {"zh": [OPENER], "en": [OPENER]}
+            server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
+            stack.push_async_callback(server.stop)
+            await server.start()
+            http = aiohttp.ClientSession()
+            stack.push_async_callback(http.close)
+            r = Rig(server, Api(server, http), tmp_path / "state")
+            stack.push_async_callback(r.close)
+            return r
+
+        yield start
+    await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def rig(start_rig):
+    return await start_rig()
