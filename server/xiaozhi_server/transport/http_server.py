@@ -107,10 +107,14 @@ class HttpServer:
             control = grant["mqtt"]
         elif self.broker_url:
             control = {"url": self.broker_url}
+        websocket = {"url": self._ws_url_for(host)}
+        if kind == "granted":
+            websocket["token"] = grant["token"]
+        # else no `token` key at all: stock firmware stores what it is given,
+        # and an empty one would wipe a token configured on the device.
         body = proto.ota_response(
             {"timestamp": int(time.time() * 1000), "timezone_offset": offset},
-            {"version": version, "url": ""},
-            {"url": self._ws_url_for(host), "token": grant["token"] if kind == "granted" else ""},
+            {"version": version, "url": ""}, websocket,
             control_mqtt=control, activation=grant if kind == "activate" else None)
         err = proto.validate("ota.response", body)
         if err:  # our bug: say so rather than send a broken answer
