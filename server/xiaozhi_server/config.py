@@ -57,6 +57,10 @@ DEFAULTS = {
         # Say goodbye after this long without the user speaking.
         "idle_timeout_s": 120,
         "wake_words": ["你好小智", "小智小智", "小智", "hi esp", "hey xiaozhi", "hi xiaozhi", "xiaozhi"],
+        # After a wake word the child may go straight on; the short greeting
+        # comes only after this much quiet (ms of heard audio), since stock
+        # firmware mutes its mic while the server speaks.
+        "wake_quiet_ms": 1000,
         "exit_phrases": ["再见", "拜拜", "退下吧", "goodbye", "bye bye", "bye-bye"],
         "language": "zh",
         # Tool-call rounds per user turn before the model must answer in words.
