@@ -25,6 +25,9 @@ x- keywords:
   x-constants          named constants that are not message shapes
   x-tools              device MCP tool declarations with x-result shapes
   x-error              the reason given when a combinator fails
+  x-board              false: the board never checks this file's schemas
+                       (the app registry, console events): they are left
+                       out of its table, which costs heap on every lookup
 """
 import json
 import keyword
@@ -156,6 +159,7 @@ class Model:
         self.ws = {}           # "type:direction" -> id
         self.builders = []     # (function name, schema id)
         self.tools = []        # device tool declarations
+        self.host_only = set() # ids left out of the board's table (x-board: false)
         self.binary = None
 
     def const(self, name, value, where):
@@ -171,10 +175,13 @@ def gather(sources, binary):
     for rel, doc in sources.items():
         sid = schema_id(rel)
         doc = json.loads(json.dumps(doc))  # private copy
+        on_board = doc.get("x-board", True)
         for name, d in doc.pop("$defs", {}).items():
             rewrite_refs(d, rel + "#/$defs/" + name)
             m.schemas[sid + "." + name] = d
             m.names[sid + "." + name] = name
+            if not on_board:
+                m.host_only.add(sid + "." + name)
         for name, value in doc.get("x-constants", {}).items():
             m.const(name, value, rel)
         for tool in doc.get("x-tools", ()):
@@ -186,6 +193,10 @@ def gather(sources, binary):
             continue  # a file of shared definitions only
         m.schemas[sid] = doc
         m.names[sid] = doc.get("x-type") or sid.rsplit(".", 1)[-1]
+        if not on_board:
+            if "x-type" in doc:
+                raise SchemaError("%s: a WebSocket message is checked on both sides (x-board)" % rel)
+            m.host_only.add(sid)
         if "x-type" in doc:
             key = "%s:%s" % (doc["x-type"], doc.get("x-direction", "both"))
             if key in m.ws:
@@ -198,6 +209,8 @@ def gather(sources, binary):
             check_keywords(sub, where)
             if "$ref" in sub and sub["$ref"] not in m.schemas:
                 raise SchemaError("%s: $ref to unknown schema %s" % (where, sub["$ref"]))
+            if "$ref" in sub and sub["$ref"] in m.host_only and sid not in m.host_only:
+                raise SchemaError("%s: the board checks this schema but not %s (x-board)" % (where, sub["$ref"]))
             if "x-constant" in sub:
                 if "enum" not in sub:
                     raise SchemaError("%s: x-constant needs an enum" % where)
@@ -270,9 +283,9 @@ def emit_constants(m):
     return "\n".join(lines)
 
 
-def schema_texts(m):
+def schema_texts(m, board=False):
     return [(sid, json.dumps(compact(m.schemas[sid]), separators=(",", ":"), ensure_ascii=False))
-            for sid in sorted(m.schemas)]
+            for sid in sorted(m.schemas) if not (board and sid in m.host_only)]
 
 
 def emit_tables(m, in_file):
@@ -284,7 +297,8 @@ def emit_tables(m, in_file):
         for sid, text in schema_texts(m):
             out.append("    %s: %s," % (py(sid), py(text)))
         out.append("}")
-    out.append("_NAMES = %s" % py(dict(sorted(m.names.items()))))
+    names = {k: v for k, v in m.names.items() if not (in_file and k in m.host_only)}
+    out.append("_NAMES = %s" % py(dict(sorted(names.items()))))
     out.append("WS_SCHEMAS = %s" % py(dict(sorted(m.ws.items()))))
     out.append("DEVICE_TOOLS_JSON = [")
     for t in m.tools:
@@ -317,7 +331,7 @@ def emit_builder(m, fname, sid):
 
 
 def emit_table_file(m):
-    return "".join("%s\t%s\n" % (sid, text) for sid, text in schema_texts(m))
+    return "".join("%s\t%s\n" % (sid, text) for sid, text in schema_texts(m, board=True))
 
 
 SERVER_ONLY = ("# ---- server only ----", "# ---- end server only ----")

@@ -19,7 +19,7 @@ def test_generated_files_are_fresh():
 
 def _without_table(text):
     start = text.index("\nSCHEMAS = ")
-    end = text.index("\n_NAMES = ")
+    end = text.index("\nWS_SCHEMAS = ")
     return text[:start] + text[end:]
 
 
@@ -29,13 +29,28 @@ def test_both_sides_run_the_same_generated_code():
     # ... except the server-only blocks, left out of the board's module
     assert "# ---- server only ----" in srv and "server only" not in fw
     assert _without_table(fw) == _without_table(generate.board_runtime(srv))
-    # ... and the same schemas: the board's table file holds the server's table
+    # ... and the same schemas: the board's table file holds the server's
+    # table, but for the schemas the board never checks (x-board: false)
     import json
     from xiaozhi_server import protocol
     lines = (ROOT / "firmware" / "assets" / "proto_schemas.txt").read_text().splitlines()
     table = dict(line.split("\t", 1) for line in lines)
-    assert table == protocol.SCHEMAS
+    host_only = {k for k in protocol.SCHEMAS if k.startswith(("registry.", "sim."))} - {"registry.pending_task"}
+    assert table == {k: v for k, v in protocol.SCHEMAS.items() if k not in host_only}
     assert all(json.loads(v) is not None for v in table.values())
+
+
+def test_host_only_schemas_stay_off_the_board_and_nothing_there_needs_them():
+    m = generate.gather(generate.load_sources(), generate.json.load(open(generate.os.path.join(
+        generate.HERE, "binary.json"))))
+    assert "registry.apps" in m.host_only and "sim.event" in m.host_only
+    assert "registry.pending_task" not in m.host_only      # the board checks its NVS record
+    assert not [k for k in m.ws.values() if k in m.host_only]
+    src = {"a.json": {"x-board": False, "type": "string"},
+           "b.json": {"type": "object", "properties": {"x": {"$ref": "a.json"}}}}
+    with pytest.raises(generate.SchemaError) as e:
+        generate.gather(src, binary())
+    assert "x-board" in str(e.value)
 
 
 def binary():
