@@ -92,7 +92,6 @@ class Gateway:
         self._played = False       # the current task used the SD player
         self._stopping = False
         self._lock = asyncio.Lock()
-        self.on_finished = []      # fn(task, natural) when a task ends by itself
 
     def verdict(self, source):
         self._expire()
@@ -182,8 +181,3 @@ class Gateway:
         self.mode = proto.MODE_CHAT
         self._played = False
         _log.info("%s from %s finished (%s)", key(t), t["source"], "natural" if natural else "stopped")
-        for fn in self.on_finished:
-            try:
-                fn(t, natural)
-            except Exception as e:
-                _log.error("finish listener failed: %r", e)
