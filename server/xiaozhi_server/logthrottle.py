@@ -40,8 +40,6 @@ class LogThrottle:
         self.clock = clock
         self._windows = {}
         self._timer = None
-        self.events = 0          # everything offered
-        self.suppressed = 0      # not logged one by one
 
     def allow(self, key, level=logging.INFO, label=None, logger=None):
         """Count one event of this kind; True if it may be logged now. label
@@ -58,10 +56,8 @@ class LogThrottle:
                 label = label()
             w = self._windows[key] = _Window(now, level, label or str(key), logger or self.logger)
         w.count += 1
-        self.events += 1
         if w.count <= self.burst:
             return True
-        self.suppressed += 1
         if w.count == self.burst + 1:
             self._arm(w.start + self.interval_s - now)
         return False

@@ -35,10 +35,8 @@ class Pacer:
         self.wait_s = wait_s
         self._devices = {}
         self._held = {}          # req_id -> (device_id, timer)
-        self.refused = 0         # DeviceBusy answers so far (bench, logs)
 
     def _busy(self, device_id, d, why):
-        self.refused += 1
         return DeviceBusy("device %s has %d requests waiting for acks and %d queued: %s"
                           % (device_id, d.in_flight, len(d.waiting), why), retry_after_s=self.slot_timeout_s)
 
@@ -101,7 +99,3 @@ class Pacer:
         if held is not None:
             held[1].cancel()
             self.release(held[0])
-
-    def in_flight(self, device_id):
-        d = self._devices.get(device_id)
-        return (d.in_flight, len(d.waiting)) if d else (0, 0)

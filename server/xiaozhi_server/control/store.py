@@ -191,9 +191,6 @@ class Store(DeviceRecords):
             args.append(if_revision)
         return self._db.execute(sql, args).rowcount > 0
 
-    async def count_live(self, device_id):
-        return await self._run(self._count_live, device_id)
-
     def _count_live(self, device_id):
         return self._db.execute("SELECT COUNT(*) FROM schedules WHERE device_id=? AND state != 'deleted'",
                                 (device_id,)).fetchone()[0]
@@ -281,15 +278,6 @@ class Store(DeviceRecords):
             self._prune_old()
 
     # ---- pruning ----
-
-    async def prune(self, device_id=None):
-        """Drop old requests and deleted schedules (what _add_request does as it goes)."""
-        await self._run(self._prune, device_id)
-
-    def _prune(self, device_id):
-        if device_id is not None:
-            self._prune_device(device_id)
-        self._prune_old()
 
     _KEPT = "req_id NOT IN (SELECT last_req_id FROM schedules WHERE last_req_id IS NOT NULL)"
 

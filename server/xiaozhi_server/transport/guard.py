@@ -62,9 +62,6 @@ class GuardStats:
         for k in self.__slots__:
             setattr(self, k, 0)
 
-    def as_dict(self):
-        return {k: getattr(self, k) for k in self.__slots__}
-
 
 class ConnectionGuard:
     def __init__(self, name, max_open, max_pending, pending_timeout_s, log_interval_s=10.0):
@@ -132,9 +129,6 @@ class ConnectionGuard:
         if transport in self._open:
             self._open.discard(transport)
             self._changed()
-
-    def is_pending(self, transport):
-        return transport in self._pending
 
     async def until(self, predicate):
         """Wait until predicate(self) holds (re-checked at every admission change)."""
