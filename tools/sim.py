@@ -88,7 +88,7 @@ def prepare_state(args):
         if not mqtt.get("user") and (args.server or "").startswith("http"):
             # The server's broker checks logins: ask the server for the board's.
             try:
-                login = provision.credentials(args.server, provision.board_mac(state, args.device_id),
+                login = provision.credentials(args.server, provision.board_mac(state),
                                               os.environ.get("XIAOZHI_API_TOKEN"))
                 mqtt.update(user=login["username"], password=login["password"])
             except provision.ProvisionError as e:

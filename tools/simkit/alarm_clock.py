@@ -6,9 +6,8 @@ to wake a board in standby, as the alarm's INT line wakes the real one.
 """
 import json
 import os
-import sys
 
-_FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
+from simkit import use_host_hal
 
 
 def seconds_to_alarm(state_dir, horizon=86400 * 32):
@@ -17,9 +16,7 @@ def seconds_to_alarm(state_dir, horizon=86400 * 32):
             saved = json.load(f)
     except (OSError, ValueError):
         return None
-    for p in (_FIRMWARE, os.path.join(_FIRMWARE, "lib")):
-        if p not in sys.path:
-            sys.path.append(p)
+    use_host_hal()
     from hal.host.clock import HostClock
     from hal.host.ds3231_model import DS3231Model
     model = DS3231Model(HostClock(wall=saved["chip"]))

@@ -7,31 +7,24 @@ board's credentials (POST /api/devices/{id}/credentials, with
 XIAOZHI_API_TOKEN when set), as `xiaozhi-server device provision
 --write-config` would, so `make run` + `make sim --mqtt` work out of the box.
 """
-import binascii
 import json
-import os
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from simkit import use_host_hal
 
 
 class ProvisionError(Exception):
     pass
 
 
-def board_mac(state, given=None):
-    """The board's MAC as the host HAL keeps it in STATE/mac (made now if missing)."""
-    path = os.path.join(state, "mac")
-    if given:
-        return given.lower()
-    if not os.path.exists(path):
-        mac = bytearray(os.urandom(6))
-        mac[0] = (mac[0] & 0xFC) | 0x02   # locally administered, unicast (as the HAL makes it)
-        with open(path, "wb") as f:
-            f.write(binascii.hexlify(mac))
-    with open(path) as f:
-        h = f.read().strip()
-    return ":".join(h[i:i + 2] for i in range(0, 12, 2))
+def board_mac(state):
+    """The board's MAC, its device id, as the host HAL keeps it in STATE/mac
+    (the HAL makes one the first time, as at the board's first boot)."""
+    use_host_hal()
+    from hal.host.wifi import HostWifi
+    return HostWifi(state, None).mac_str()
 
 
 def credentials(ota_url, device_id, token=None, timeout=5):
