@@ -22,6 +22,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from .credentials import write_private
+
 COMMANDS = ("task", "schedule", "device", "devices")
 DEFAULT_SERVER = "http://127.0.0.1:8003"
 
@@ -282,10 +284,7 @@ def _write_firmware_config(path, c):
     mqtt.setdefault("url", c["mqtt"]["url"])
     cfg.update(mqtt=mqtt, token=c["token"])
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(cfg, f, indent=1)
-    os.replace(path + ".tmp", path)
+    write_private(path, json.dumps(cfg, indent=1))
 
 
 def _device_approve(args):

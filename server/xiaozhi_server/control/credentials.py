@@ -39,7 +39,7 @@ def _hash(password):
     return "$7$%d$%s$%s" % (_PBKDF2_ROUNDS, base64.b64encode(salt).decode(), base64.b64encode(dk).decode())
 
 
-def _write_private(path, text):
+def write_private(path, text):
     """Write a file only this user can read, replacing the old one at once."""
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -109,5 +109,5 @@ class Credentials:
             user = mqtt_user(d)
             lines.append("%s:%s" % (user, _hash(self.mqtt_password(d))))
             acl += ["", "user " + user, "topic read snlp/v1/%s/cmd/#" % d, "topic write snlp/v1/%s/rpt/#" % d]
-        _write_private(self.passwd_path, "\n".join(lines) + "\n")
-        _write_private(self.acl_path, "\n".join(acl) + "\n")
+        write_private(self.passwd_path, "\n".join(lines) + "\n")
+        write_private(self.acl_path, "\n".join(acl) + "\n")
