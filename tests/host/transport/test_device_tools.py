@@ -4,6 +4,7 @@ named like a server or built-in tool (or sanitised to the same LLM name)
 is refused, whichever arrives first."""
 import asyncio
 
+from testkit.control_api import eventually
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 from xiaozhi_server.mcp import device_client
@@ -17,8 +18,7 @@ async def test_device_tools_are_bounded_and_never_replace_server_tools(fake_llm,
     tools.update({"self.extra_%03d" % i: (lambda a: True) for i in range(100)})
     async with WireDevice(server.ws.url, tools=tools, page_limit=10) as dev:
         await dev.hello()
-        while not server.services.sessions:
-            await asyncio.sleep(0.02)
+        await eventually(lambda: server.services.sessions, timeout=60)
         session = next(iter(server.services.sessions))
         await asyncio.wait_for(session.mcp.ready.wait(), 60)
         assert len(dev.list_cursors) < 10           # paging stopped at the cap

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 
+from testkit.control_api import eventually
 from testkit.wire_device import WireDevice, opus_frames
 from xiaozhi_server import protocol as proto
 
@@ -26,11 +27,6 @@ async def flood(dev, frame, sent):
         return
 
 
-async def until(pred):
-    while not pred():
-        await asyncio.sleep(0.02)
-
-
 async def run_flood(server, fake_llm, frame):
     sent = [0]
     async with WireDevice(server.ws.url, device_id=FLOODER, mcp=False) as flooder, \
@@ -40,7 +36,7 @@ async def run_flood(server, fake_llm, frame):
         await other.wait_for(lambda: other.find("tts", state="stop"), timeout=60)   # the opener
         flooding = asyncio.create_task(flood(flooder, frame, sent))
         stats = server.ws.rate_stats
-        await until(lambda: stats.dropped_text + stats.dropped_binary > 0)
+        await eventually(lambda: stats.dropped_text + stats.dropped_binary > 0, timeout=60)
         fake_llm.reply("🙂 I am still here for you.")
         since = time.monotonic()
         await other.detect("are you there")
