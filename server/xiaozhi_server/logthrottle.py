@@ -131,8 +131,12 @@ class _SummaryLogger:
 
 
 def throttle_loggers(names, interval_s=10.0, burst=10, by_first_arg=False):
-    """Attach one ThrottleFilter to each named logger (once, however often called)."""
+    """Attach one ThrottleFilter to each named logger (once, however often
+    called); a later call sets the interval and burst of the one attached."""
     for name in names:
         logger = logging.getLogger(name)
-        if not any(isinstance(f, ThrottleFilter) for f in logger.filters):
+        mine = [f for f in logger.filters if isinstance(f, ThrottleFilter)]
+        if mine:
+            mine[0].throttle.interval_s, mine[0].throttle.burst = interval_s, burst
+        else:
             logger.addFilter(ThrottleFilter(interval_s, burst, by_first_arg))

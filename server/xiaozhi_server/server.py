@@ -22,10 +22,12 @@ log = logging.getLogger(__name__)
 # Loggers one client can make write a line per message or per connection:
 # each template is summarised past a few lines per interval, per device for
 # ours (their lines start with "[device]"), so one device cannot drown the rest.
+# The HTTP endpoints anyone may call are summarised per template, not per
+# device: a caller can send a new Device-Id with every request.
 DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.session.listener",
                   "xiaozhi_server.runtime.runtime", "xiaozhi_server.mcp.device_client")
 LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access", "websockets.server",
-                   "xiaozhi_server.transport.websockets")
+                   "xiaozhi_server.transport.websockets", "xiaozhi_server.transport.http_server")
 DEVICE_LOG_BURST = 20
 
 

@@ -5,12 +5,15 @@ firmware version. The requests are the bytes a Chromium browser sends for
 the stock server's web test page (POST with Device-Id, Client-Id and a JSON
 Content-Type is not a "simple" request, so a preflight comes first)."""
 import json
+import logging
+
+import aiohttp
 
 import pytest
 
 from testkit.server import server_config
 
-from edge_clients import HOST, closed_by_server, open_slow
+from edge_clients import HOST, closed_by_server, edge_config, open_slow
 
 BROWSER_UA = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
               "Chrome/131.0.0.0 Safari/537.36")
@@ -105,3 +108,18 @@ async def test_health_answers_a_browser_with_cors_and_the_api_gets_no_cors(start
     status, headers, _ = await exchange(server.http.port, raw_request(
         "OPTIONS", "/api/devices/x", server.http.port, PREFLIGHT))
     assert "access-control-allow-origin" not in headers
+
+
+async def test_ota_calls_with_a_new_device_id_each_write_only_a_few_lines(start_server, caplog):
+    # Anyone may call OTA, with any Device-Id: its log line is summarised per
+    # template, so changing the id every time does not bypass the throttle.
+    caplog.set_level(logging.INFO)
+    server = await start_server(edge_config(log_interval_s=600))
+    async with aiohttp.ClientSession() as http:
+        for i in range(150):
+            async with http.post("http://%s:%d/xiaozhi/ota/" % (HOST, server.http.port), json={},
+                                 headers={"Device-Id": "aa:bb:cc:00:%02x:%02x" % (i // 256, i % 256)}) as r:
+                assert r.status == 200
+    lines = [r.getMessage() for r in caplog.records if r.name == "xiaozhi_server.transport.http_server"]
+    checks = [m for m in lines if m.startswith("OTA check from")]
+    assert 0 < len(checks) <= 20, "%d OTA lines for 150 calls" % len(checks)
