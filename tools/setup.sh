@@ -21,6 +21,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
     SUDO=sudo
   fi
+  # Foreign-architecture packages (name:i386, for the 32-bit MicroPython
+  # build) need their architecture known to dpkg before the one update
+  # that fetches its package lists.
+  for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/^[^:]*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+    dpkg --print-foreign-architectures | grep -qx "$arch" || $SUDO dpkg --add-architecture "$arch"
+  done
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
