@@ -17,7 +17,9 @@ run: setup
 sim: setup
 	$(PY) tools/sim.py $(ARGS)
 
-test: setup
+# micropython-maybe: the MicroPython builds the firmware tests run on
+# (mk/micropython.mk), or a line saying why they are not built.
+test: setup micropython-maybe
 	$(PY) -m pytest -q $(ARGS)
 
 bench: setup

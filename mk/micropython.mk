@@ -1,0 +1,96 @@
+# MicroPython unix port with the xzaudio C module (docs/firmware.md,
+# "MicroPython builds"): the firmware's interpreter on the host, 64-bit and
+# 32-bit (the board's word size, so its heap figures hold).
+#
+#   make micropython MICROPY_SRC=path/to/micropython-1.28.0-src.tar.xz
+#   make micropython MICROPY_SRC=path/to/micropython   (git checkout of v1.28.0
+#                                                        with its submodules)
+#
+# The source is remembered in build/micropython/SOURCE, so later runs (and
+# `make test`) need no MICROPY_SRC. File targets only: a second run does
+# nothing while the source, the C module and this file are unchanged.
+
+MP_OUT    := build/micropython
+MP_ABS    := $(abspath $(MP_OUT))
+MICROPY_SRC ?= $(shell cat $(MP_OUT)/SOURCE 2>/dev/null)
+MP_CMODS  := $(abspath firmware/cmodules)
+MP_INPUTS := $(shell find firmware/cmodules -name '*.[ch]' -o -name micropython.mk) mk/micropython.mk
+MP_JOBS   ?= 2
+# A tarball is unpacked under build/; a checkout is built in place, with
+# every object file under build/ (BUILD=) so the checkout stays clean.
+ifneq ($(filter %.tar.xz %.tar.gz %.tgz %.tar,$(MICROPY_SRC)),)
+MP_TOP    := $(MP_OUT)/src
+MP_STAMP  := $(MP_TOP)/.unpacked
+else
+MP_TOP    := $(MICROPY_SRC:%/=%)
+MP_STAMP  := $(MP_TOP)/py/mpconfig.h
+endif
+MP_XCROSS := $(MP_ABS)/mpy-cross/mpy-cross
+# btree needs the berkeley-db submodule the trimmed source does not carry;
+# the firmware does not use it.
+MP_PORT_ARGS = -C $(MP_TOP)/ports/unix -j$(MP_JOBS) VARIANT=standard MICROPY_PY_BTREE=0 \
+	USER_C_MODULES=$(MP_CMODS) MICROPY_MPYCROSS=$(MP_XCROSS) MICROPY_MPYCROSS_DEPENDENCY=$(MP_XCROSS)
+# The i386 .pc files first, so libffi and libopus resolve to their 32-bit builds.
+MP_PKG32  := PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig:/usr/share/pkgconfig
+
+MP_BINS   := $(MP_OUT)/unix64/micropython $(MP_OUT)/unix32/micropython
+
+.PHONY: micropython micropython-maybe micropython-frozen micropython-clean micropython-source
+
+micropython: $(MP_BINS)
+
+# For `make test`: build when a source is known, else say why and go on.
+micropython-maybe:
+ifeq ($(MICROPY_SRC),)
+	@echo "micropython: MICROPY_SRC is not set and no earlier build recorded one, so the"
+	@echo "  tests run on the pip 'micropython' (64-bit, no xzaudio; tests that need them skip)."
+	@echo "  Build them once with: make micropython MICROPY_SRC=<micropython-1.28.0 tarball or checkout>"
+else
+	@$(MAKE) --no-print-directory micropython
+endif
+
+micropython-source:
+ifeq ($(MICROPY_SRC),)
+	@echo "make micropython: no MicroPython source. Set MICROPY_SRC to a v1.28.0 source tarball" >&2
+	@echo "  (.tar.xz/.tar.gz) or to a git checkout of tag v1.28.0 with its submodules" >&2
+	@echo "  (git clone -b v1.28.0 https://github.com/micropython/micropython &&" >&2
+	@echo "   make -C micropython/ports/unix submodules), e.g." >&2
+	@echo "  make micropython MICROPY_SRC=../micropython-1.28.0-src.tar.xz" >&2
+	@false
+else
+	@test -f "$(MICROPY_SRC)" || test -f "$(MICROPY_SRC)/py/mpconfig.h" || \
+	  { echo "make micropython: MICROPY_SRC=$(MICROPY_SRC) is neither a source tarball nor a MicroPython checkout" >&2; false; }
+endif
+
+# Remember a given source (only when it exists); its file changes only when
+# the source does, which rebuilds from scratch.
+ifneq ($(wildcard $(MICROPY_SRC)),)
+ifneq ($(abspath $(MICROPY_SRC)),$(shell cat $(MP_OUT)/SOURCE 2>/dev/null))
+$(shell mkdir -p $(MP_OUT) && echo '$(abspath $(MICROPY_SRC))' > $(MP_OUT)/SOURCE)
+endif
+endif
+
+$(MP_OUT)/SOURCE:
+	@$(MAKE) --no-print-directory micropython-source
+
+$(MP_OUT)/src/.unpacked: $(MP_OUT)/SOURCE $(MICROPY_SRC)
+	rm -rf $(MP_OUT)/src && mkdir -p $(MP_OUT)/src
+	tar -xf $(MICROPY_SRC) -C $(MP_OUT)/src --strip-components=1
+	@touch $@
+
+$(MP_XCROSS): $(MP_OUT)/SOURCE $(MP_STAMP)
+	$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/mpy-cross)
+	$(MAKE) -C $(MP_TOP)/mpy-cross -j$(MP_JOBS) BUILD=$(MP_ABS)/mpy-cross
+
+$(MP_OUT)/unix64/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS)
+	$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/unix64/obj)
+	$(MAKE) $(MP_PORT_ARGS) BUILD=$(MP_ABS)/unix64/obj
+	cp $(MP_ABS)/unix64/obj/micropython $@
+
+$(MP_OUT)/unix32/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS)
+	$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/unix32/obj)
+	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32/obj
+	cp $(MP_ABS)/unix32/obj/micropython $@
+
+micropython-clean:
+	rm -rf $(MP_OUT)
