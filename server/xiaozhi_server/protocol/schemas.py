@@ -877,6 +877,87 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                     'agent_proactive',
                                                                                                     'translator',
                                                                                                     'none']},
+                                                                    'system_prompt': {'description': 'The '
+                                                                                                     "task's "
+                                                                                                     'own '
+                                                                                                     'instructions '
+                                                                                                     'to '
+                                                                                                     'the '
+                                                                                                     'chat '
+                                                                                                     'LLM, '
+                                                                                                     'added '
+                                                                                                     'after '
+                                                                                                     'the '
+                                                                                                     'prompt '
+                                                                                                     'its '
+                                                                                                     'system_prompt_mode '
+                                                                                                     'gives.',
+                                                                                      'type': 'string',
+                                                                                      'minLength': 1,
+                                                                                      'maxLength': 4000},
+                                                                    'lines': {'description': 'What '
+                                                                                             'the '
+                                                                                             'task '
+                                                                                             'says. '
+                                                                                             'switched: '
+                                                                                             "switch_app's "
+                                                                                             'confirmation '
+                                                                                             'when '
+                                                                                             'the '
+                                                                                             'chat '
+                                                                                             'LLM '
+                                                                                             'switches '
+                                                                                             'to '
+                                                                                             'this '
+                                                                                             'app '
+                                                                                             '(its '
+                                                                                             'default '
+                                                                                             'task); '
+                                                                                             'started: '
+                                                                                             'said '
+                                                                                             'once '
+                                                                                             'the '
+                                                                                             'task '
+                                                                                             'has '
+                                                                                             'started '
+                                                                                             'from '
+                                                                                             'a '
+                                                                                             'voice '
+                                                                                             'entry '
+                                                                                             '(the '
+                                                                                             'server '
+                                                                                             'skill '
+                                                                                             'announce).',
+                                                                              'type': 'object',
+                                                                              'additionalProperties': False,
+                                                                              'properties': {'switched': {'description': 'One '
+                                                                                                                         'spoken '
+                                                                                                                         'line, '
+                                                                                                                         'per '
+                                                                                                                         'language '
+                                                                                                                         '(the '
+                                                                                                                         "session's "
+                                                                                                                         'language, '
+                                                                                                                         'else '
+                                                                                                                         'en).',
+                                                                                                          'type': 'object',
+                                                                                                          'additionalProperties': {'type': 'string',
+                                                                                                                                   'minLength': 1,
+                                                                                                                                   'maxLength': 500}},
+                                                                                             'started': {'description': 'One '
+                                                                                                                        'spoken '
+                                                                                                                        'line, '
+                                                                                                                        'per '
+                                                                                                                        'language '
+                                                                                                                        '(the '
+                                                                                                                        "session's "
+                                                                                                                        'language, '
+                                                                                                                        'else '
+                                                                                                                        'en).',
+                                                                                                         'type': 'object',
+                                                                                                         'additionalProperties': {'type': 'string',
+                                                                                                                                  'minLength': 1,
+                                                                                                                                  'maxLength': 500}}}},
                                                                     'on_finish': {'enum': ['default',
                                                                                            'stay']}},
                                                      'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
@@ -1154,13 +1235,95 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                        'agent_proactive',
                                                                                                                                        'translator',
                                                                                                                                        'none']},
+                                                                                                       'system_prompt': {'description': 'The '
+                                                                                                                                        "task's "
+                                                                                                                                        'own '
+                                                                                                                                        'instructions '
+                                                                                                                                        'to '
+                                                                                                                                        'the '
+                                                                                                                                        'chat '
+                                                                                                                                        'LLM, '
+                                                                                                                                        'added '
+                                                                                                                                        'after '
+                                                                                                                                        'the '
+                                                                                                                                        'prompt '
+                                                                                                                                        'its '
+                                                                                                                                        'system_prompt_mode '
+                                                                                                                                        'gives.',
+                                                                                                                         'type': 'string',
+                                                                                                                         'minLength': 1,
+                                                                                                                         'maxLength': 4000},
+                                                                                                       'lines': {'description': 'What '
+                                                                                                                                'the '
+                                                                                                                                'task '
+                                                                                                                                'says. '
+                                                                                                                                'switched: '
+                                                                                                                                "switch_app's "
+                                                                                                                                'confirmation '
+                                                                                                                                'when '
+                                                                                                                                'the '
+                                                                                                                                'chat '
+                                                                                                                                'LLM '
+                                                                                                                                'switches '
+                                                                                                                                'to '
+                                                                                                                                'this '
+                                                                                                                                'app '
+                                                                                                                                '(its '
+                                                                                                                                'default '
+                                                                                                                                'task); '
+                                                                                                                                'started: '
+                                                                                                                                'said '
+                                                                                                                                'once '
+                                                                                                                                'the '
+                                                                                                                                'task '
+                                                                                                                                'has '
+                                                                                                                                'started '
+                                                                                                                                'from '
+                                                                                                                                'a '
+                                                                                                                                'voice '
+                                                                                                                                'entry '
+                                                                                                                                '(the '
+                                                                                                                                'server '
+                                                                                                                                'skill '
+                                                                                                                                'announce).',
+                                                                                                                 'type': 'object',
+                                                                                                                 'additionalProperties': False,
+                                                                                                                 'properties': {'switched': {'description': 'One '
+                                                                                                                                                            'spoken '
+                                                                                                                                                            'line, '
+                                                                                                                                                            'per '
+                                                                                                                                                            'language '
+                                                                                                                                                            '(the '
+                                                                                                                                                            "session's "
+                                                                                                                                                            'language, '
+                                                                                                                                                            'else '
+                                                                                                                                                            'en).',
+                                                                                                                                             'type': 'object',
+                                                                                                                                             'additionalProperties': {'type': 'string',
+                                                                                                                                                                      'minLength': 1,
+                                                                                                                                                                      'maxLength': 500}},
+                                                                                                                                'started': {'description': 'One '
+                                                                                                                                                           'spoken '
+                                                                                                                                                           'line, '
+                                                                                                                                                           'per '
+                                                                                                                                                           'language '
+                                                                                                                                                           '(the '
+                                                                                                                                                           "session's "
+                                                                                                                                                           'language, '
+                                                                                                                                                           'else '
+                                                                                                                                                           'en).',
+                                                                                                                                            'type': 'object',
+                                                                                                                                            'additionalProperties': {'type': 'string',
+                                                                                                                                                                     'minLength': 1,
+                                                                                                                                                                     'maxLength': 500}}}},
                                                                                                        'on_finish': {'enum': ['default',
                                                                                                                               'stay']}},
                                                                                         'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
                                                                                                    'then': {'required': ['tools']}}]}}}}}}},
  'registry.pending_task': {'title': 'pending_task (device NVS)',
                            'description': 'The task the device runs next when nothing better '
-                                          'arrives (DESIGN 2.4). Written atomically.',
+                                          'arrives (docs/entry.md, Boot order). Written '
+                                          'atomically.',
                            'type': 'object',
                            'required': ['app_id', 'task_id', 'source', 'updated_at'],
                            'additionalProperties': False,
@@ -1257,12 +1420,95 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                         'agent_proactive',
                                                                                                                         'translator',
                                                                                                                         'none']},
+                                                                                        'system_prompt': {'description': 'The '
+                                                                                                                         "task's "
+                                                                                                                         'own '
+                                                                                                                         'instructions '
+                                                                                                                         'to '
+                                                                                                                         'the '
+                                                                                                                         'chat '
+                                                                                                                         'LLM, '
+                                                                                                                         'added '
+                                                                                                                         'after '
+                                                                                                                         'the '
+                                                                                                                         'prompt '
+                                                                                                                         'its '
+                                                                                                                         'system_prompt_mode '
+                                                                                                                         'gives.',
+                                                                                                          'type': 'string',
+                                                                                                          'minLength': 1,
+                                                                                                          'maxLength': 4000},
+                                                                                        'lines': {'description': 'What '
+                                                                                                                 'the '
+                                                                                                                 'task '
+                                                                                                                 'says. '
+                                                                                                                 'switched: '
+                                                                                                                 "switch_app's "
+                                                                                                                 'confirmation '
+                                                                                                                 'when '
+                                                                                                                 'the '
+                                                                                                                 'chat '
+                                                                                                                 'LLM '
+                                                                                                                 'switches '
+                                                                                                                 'to '
+                                                                                                                 'this '
+                                                                                                                 'app '
+                                                                                                                 '(its '
+                                                                                                                 'default '
+                                                                                                                 'task); '
+                                                                                                                 'started: '
+                                                                                                                 'said '
+                                                                                                                 'once '
+                                                                                                                 'the '
+                                                                                                                 'task '
+                                                                                                                 'has '
+                                                                                                                 'started '
+                                                                                                                 'from '
+                                                                                                                 'a '
+                                                                                                                 'voice '
+                                                                                                                 'entry '
+                                                                                                                 '(the '
+                                                                                                                 'server '
+                                                                                                                 'skill '
+                                                                                                                 'announce).',
+                                                                                                  'type': 'object',
+                                                                                                  'additionalProperties': False,
+                                                                                                  'properties': {'switched': {'description': 'One '
+                                                                                                                                             'spoken '
+                                                                                                                                             'line, '
+                                                                                                                                             'per '
+                                                                                                                                             'language '
+                                                                                                                                             '(the '
+                                                                                                                                             "session's "
+                                                                                                                                             'language, '
+                                                                                                                                             'else '
+                                                                                                                                             'en).',
+                                                                                                                              'type': 'object',
+                                                                                                                              'additionalProperties': {'type': 'string',
+                                                                                                                                                       'minLength': 1,
+                                                                                                                                                       'maxLength': 500}},
+                                                                                                                 'started': {'description': 'One '
+                                                                                                                                            'spoken '
+                                                                                                                                            'line, '
+                                                                                                                                            'per '
+                                                                                                                                            'language '
+                                                                                                                                            '(the '
+                                                                                                                                            "session's "
+                                                                                                                                            'language, '
+                                                                                                                                            'else '
+                                                                                                                                            'en).',
+                                                                                                                             'type': 'object',
+                                                                                                                             'additionalProperties': {'type': 'string',
+                                                                                                                                                      'minLength': 1,
+                                                                                                                                                      'maxLength': 500}}}},
                                                                                         'tasks': {'type': 'object',
                                                                                                   'additionalProperties': {'description': 'interaction_mode, '
                                                                                                                                           'tool_policy, '
-                                                                                                                                          'tools '
+                                                                                                                                          'tools, '
+                                                                                                                                          'system_prompt_mode, '
+                                                                                                                                          'system_prompt '
                                                                                                                                           'and '
-                                                                                                                                          'system_prompt_mode '
+                                                                                                                                          'lines '
                                                                                                                                           'default '
                                                                                                                                           'to '
                                                                                                                                           'the '
@@ -1401,6 +1647,87 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                                                                           'agent_proactive',
                                                                                                                                                                           'translator',
                                                                                                                                                                           'none']},
+                                                                                                                                          'system_prompt': {'description': 'The '
+                                                                                                                                                                           "task's "
+                                                                                                                                                                           'own '
+                                                                                                                                                                           'instructions '
+                                                                                                                                                                           'to '
+                                                                                                                                                                           'the '
+                                                                                                                                                                           'chat '
+                                                                                                                                                                           'LLM, '
+                                                                                                                                                                           'added '
+                                                                                                                                                                           'after '
+                                                                                                                                                                           'the '
+                                                                                                                                                                           'prompt '
+                                                                                                                                                                           'its '
+                                                                                                                                                                           'system_prompt_mode '
+                                                                                                                                                                           'gives.',
+                                                                                                                                                            'type': 'string',
+                                                                                                                                                            'minLength': 1,
+                                                                                                                                                            'maxLength': 4000},
+                                                                                                                                          'lines': {'description': 'What '
+                                                                                                                                                                   'the '
+                                                                                                                                                                   'task '
+                                                                                                                                                                   'says. '
+                                                                                                                                                                   'switched: '
+                                                                                                                                                                   "switch_app's "
+                                                                                                                                                                   'confirmation '
+                                                                                                                                                                   'when '
+                                                                                                                                                                   'the '
+                                                                                                                                                                   'chat '
+                                                                                                                                                                   'LLM '
+                                                                                                                                                                   'switches '
+                                                                                                                                                                   'to '
+                                                                                                                                                                   'this '
+                                                                                                                                                                   'app '
+                                                                                                                                                                   '(its '
+                                                                                                                                                                   'default '
+                                                                                                                                                                   'task); '
+                                                                                                                                                                   'started: '
+                                                                                                                                                                   'said '
+                                                                                                                                                                   'once '
+                                                                                                                                                                   'the '
+                                                                                                                                                                   'task '
+                                                                                                                                                                   'has '
+                                                                                                                                                                   'started '
+                                                                                                                                                                   'from '
+                                                                                                                                                                   'a '
+                                                                                                                                                                   'voice '
+                                                                                                                                                                   'entry '
+                                                                                                                                                                   '(the '
+                                                                                                                                                                   'server '
+                                                                                                                                                                   'skill '
+                                                                                                                                                                   'announce).',
+                                                                                                                                                    'type': 'object',
+                                                                                                                                                    'additionalProperties': False,
+                                                                                                                                                    'properties': {'switched': {'description': 'One '
+                                                                                                                                                                                               'spoken '
+                                                                                                                                                                                               'line, '
+                                                                                                                                                                                               'per '
+                                                                                                                                                                                               'language '
+                                                                                                                                                                                               '(the '
+                                                                                                                                                                                               "session's "
+                                                                                                                                                                                               'language, '
+                                                                                                                                                                                               'else '
+                                                                                                                                                                                               'en).',
+                                                                                                                                                                                'type': 'object',
+                                                                                                                                                                                'additionalProperties': {'type': 'string',
+                                                                                                                                                                                                         'minLength': 1,
+                                                                                                                                                                                                         'maxLength': 500}},
+                                                                                                                                                                   'started': {'description': 'One '
+                                                                                                                                                                                              'spoken '
+                                                                                                                                                                                              'line, '
+                                                                                                                                                                                              'per '
+                                                                                                                                                                                              'language '
+                                                                                                                                                                                              '(the '
+                                                                                                                                                                                              "session's "
+                                                                                                                                                                                              'language, '
+                                                                                                                                                                                              'else '
+                                                                                                                                                                                              'en).',
+                                                                                                                                                                               'type': 'object',
+                                                                                                                                                                               'additionalProperties': {'type': 'string',
+                                                                                                                                                                                                        'minLength': 1,
+                                                                                                                                                                                                        'maxLength': 500}}}},
                                                                                                                                           'on_finish': {'enum': ['default',
                                                                                                                                                                  'stay']}}}}},
                                                                          'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
@@ -1432,12 +1759,61 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                            'agent_proactive',
                                                                            'translator',
                                                                            'none']},
+                                           'system_prompt': {'description': "The task's own "
+                                                                            'instructions to the '
+                                                                            'chat LLM, added after '
+                                                                            'the prompt its '
+                                                                            'system_prompt_mode '
+                                                                            'gives.',
+                                                             'type': 'string',
+                                                             'minLength': 1,
+                                                             'maxLength': 4000},
+                                           'lines': {'description': 'What the task says. switched: '
+                                                                    "switch_app's confirmation "
+                                                                    'when the chat LLM switches to '
+                                                                    'this app (its default task); '
+                                                                    'started: said once the task '
+                                                                    'has started from a voice '
+                                                                    'entry (the server skill '
+                                                                    'announce).',
+                                                     'type': 'object',
+                                                     'additionalProperties': False,
+                                                     'properties': {'switched': {'description': 'One '
+                                                                                                'spoken '
+                                                                                                'line, '
+                                                                                                'per '
+                                                                                                'language '
+                                                                                                '(the '
+                                                                                                "session's "
+                                                                                                'language, '
+                                                                                                'else '
+                                                                                                'en).',
+                                                                                 'type': 'object',
+                                                                                 'additionalProperties': {'type': 'string',
+                                                                                                          'minLength': 1,
+                                                                                                          'maxLength': 500}},
+                                                                    'started': {'description': 'One '
+                                                                                               'spoken '
+                                                                                               'line, '
+                                                                                               'per '
+                                                                                               'language '
+                                                                                               '(the '
+                                                                                               "session's "
+                                                                                               'language, '
+                                                                                               'else '
+                                                                                               'en).',
+                                                                                'type': 'object',
+                                                                                'additionalProperties': {'type': 'string',
+                                                                                                         'minLength': 1,
+                                                                                                         'maxLength': 500}}}},
                                            'tasks': {'type': 'object',
                                                      'additionalProperties': {'description': 'interaction_mode, '
                                                                                              'tool_policy, '
-                                                                                             'tools '
+                                                                                             'tools, '
+                                                                                             'system_prompt_mode, '
+                                                                                             'system_prompt '
                                                                                              'and '
-                                                                                             'system_prompt_mode '
+                                                                                             'lines '
                                                                                              'default '
                                                                                              'to '
                                                                                              'the '
@@ -1576,6 +1952,87 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                                                                              'agent_proactive',
                                                                                                                              'translator',
                                                                                                                              'none']},
+                                                                                             'system_prompt': {'description': 'The '
+                                                                                                                              "task's "
+                                                                                                                              'own '
+                                                                                                                              'instructions '
+                                                                                                                              'to '
+                                                                                                                              'the '
+                                                                                                                              'chat '
+                                                                                                                              'LLM, '
+                                                                                                                              'added '
+                                                                                                                              'after '
+                                                                                                                              'the '
+                                                                                                                              'prompt '
+                                                                                                                              'its '
+                                                                                                                              'system_prompt_mode '
+                                                                                                                              'gives.',
+                                                                                                               'type': 'string',
+                                                                                                               'minLength': 1,
+                                                                                                               'maxLength': 4000},
+                                                                                             'lines': {'description': 'What '
+                                                                                                                      'the '
+                                                                                                                      'task '
+                                                                                                                      'says. '
+                                                                                                                      'switched: '
+                                                                                                                      "switch_app's "
+                                                                                                                      'confirmation '
+                                                                                                                      'when '
+                                                                                                                      'the '
+                                                                                                                      'chat '
+                                                                                                                      'LLM '
+                                                                                                                      'switches '
+                                                                                                                      'to '
+                                                                                                                      'this '
+                                                                                                                      'app '
+                                                                                                                      '(its '
+                                                                                                                      'default '
+                                                                                                                      'task); '
+                                                                                                                      'started: '
+                                                                                                                      'said '
+                                                                                                                      'once '
+                                                                                                                      'the '
+                                                                                                                      'task '
+                                                                                                                      'has '
+                                                                                                                      'started '
+                                                                                                                      'from '
+                                                                                                                      'a '
+                                                                                                                      'voice '
+                                                                                                                      'entry '
+                                                                                                                      '(the '
+                                                                                                                      'server '
+                                                                                                                      'skill '
+                                                                                                                      'announce).',
+                                                                                                       'type': 'object',
+                                                                                                       'additionalProperties': False,
+                                                                                                       'properties': {'switched': {'description': 'One '
+                                                                                                                                                  'spoken '
+                                                                                                                                                  'line, '
+                                                                                                                                                  'per '
+                                                                                                                                                  'language '
+                                                                                                                                                  '(the '
+                                                                                                                                                  "session's "
+                                                                                                                                                  'language, '
+                                                                                                                                                  'else '
+                                                                                                                                                  'en).',
+                                                                                                                                   'type': 'object',
+                                                                                                                                   'additionalProperties': {'type': 'string',
+                                                                                                                                                            'minLength': 1,
+                                                                                                                                                            'maxLength': 500}},
+                                                                                                                      'started': {'description': 'One '
+                                                                                                                                                 'spoken '
+                                                                                                                                                 'line, '
+                                                                                                                                                 'per '
+                                                                                                                                                 'language '
+                                                                                                                                                 '(the '
+                                                                                                                                                 "session's "
+                                                                                                                                                 'language, '
+                                                                                                                                                 'else '
+                                                                                                                                                 'en).',
+                                                                                                                                  'type': 'object',
+                                                                                                                                  'additionalProperties': {'type': 'string',
+                                                                                                                                                           'minLength': 1,
+                                                                                                                                                           'maxLength': 500}}}},
                                                                                              'on_finish': {'enum': ['default',
                                                                                                                     'stay']}}}}},
                             'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
@@ -1597,9 +2054,10 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                      'minLength': 1,
                                                                      'maxLength': 64}},
                                              'note': {'type': 'string', 'maxLength': 1000}}},
- 'registry.seed_apps.task': {'description': 'interaction_mode, tool_policy, tools and '
-                                            "system_prompt_mode default to the app's; the other "
-                                            'fields to what docs/runtime.md derives.',
+ 'registry.seed_apps.task': {'description': 'interaction_mode, tool_policy, tools, '
+                                            'system_prompt_mode, system_prompt and lines default '
+                                            "to the app's; the other fields to what "
+                                            'docs/runtime.md derives.',
                              'type': 'object',
                              'required': ['skills'],
                              'additionalProperties': False,
@@ -1692,6 +2150,53 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                             'agent_proactive',
                                                                             'translator',
                                                                             'none']},
+                                            'system_prompt': {'description': "The task's own "
+                                                                             'instructions to the '
+                                                                             'chat LLM, added '
+                                                                             'after the prompt its '
+                                                                             'system_prompt_mode '
+                                                                             'gives.',
+                                                              'type': 'string',
+                                                              'minLength': 1,
+                                                              'maxLength': 4000},
+                                            'lines': {'description': 'What the task says. '
+                                                                     "switched: switch_app's "
+                                                                     'confirmation when the chat '
+                                                                     'LLM switches to this app '
+                                                                     '(its default task); started: '
+                                                                     'said once the task has '
+                                                                     'started from a voice entry '
+                                                                     '(the server skill announce).',
+                                                      'type': 'object',
+                                                      'additionalProperties': False,
+                                                      'properties': {'switched': {'description': 'One '
+                                                                                                 'spoken '
+                                                                                                 'line, '
+                                                                                                 'per '
+                                                                                                 'language '
+                                                                                                 '(the '
+                                                                                                 "session's "
+                                                                                                 'language, '
+                                                                                                 'else '
+                                                                                                 'en).',
+                                                                                  'type': 'object',
+                                                                                  'additionalProperties': {'type': 'string',
+                                                                                                           'minLength': 1,
+                                                                                                           'maxLength': 500}},
+                                                                     'started': {'description': 'One '
+                                                                                                'spoken '
+                                                                                                'line, '
+                                                                                                'per '
+                                                                                                'language '
+                                                                                                '(the '
+                                                                                                "session's "
+                                                                                                'language, '
+                                                                                                'else '
+                                                                                                'en).',
+                                                                                 'type': 'object',
+                                                                                 'additionalProperties': {'type': 'string',
+                                                                                                          'minLength': 1,
+                                                                                                          'maxLength': 500}}}},
                                             'on_finish': {'enum': ['default', 'stay']}}},
  'registry.skill': {'title': 'A skill a task runs',
                     'type': 'object',
@@ -1830,10 +2335,79 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                   'agent_proactive',
                                                                   'translator',
                                                                   'none']},
+                                  'system_prompt': {'description': "The task's own instructions to "
+                                                                   'the chat LLM, added after the '
+                                                                   'prompt its system_prompt_mode '
+                                                                   'gives.',
+                                                    'type': 'string',
+                                                    'minLength': 1,
+                                                    'maxLength': 4000},
+                                  'lines': {'description': 'What the task says. switched: '
+                                                           "switch_app's confirmation when the "
+                                                           'chat LLM switches to this app (its '
+                                                           'default task); started: said once the '
+                                                           'task has started from a voice entry '
+                                                           '(the server skill announce).',
+                                            'type': 'object',
+                                            'additionalProperties': False,
+                                            'properties': {'switched': {'description': 'One spoken '
+                                                                                       'line, per '
+                                                                                       'language '
+                                                                                       '(the '
+                                                                                       "session's "
+                                                                                       'language, '
+                                                                                       'else en).',
+                                                                        'type': 'object',
+                                                                        'additionalProperties': {'type': 'string',
+                                                                                                 'minLength': 1,
+                                                                                                 'maxLength': 500}},
+                                                           'started': {'description': 'One spoken '
+                                                                                      'line, per '
+                                                                                      'language '
+                                                                                      '(the '
+                                                                                      "session's "
+                                                                                      'language, '
+                                                                                      'else en).',
+                                                                       'type': 'object',
+                                                                       'additionalProperties': {'type': 'string',
+                                                                                                'minLength': 1,
+                                                                                                'maxLength': 500}}}},
                                   'on_finish': {'enum': ['default', 'stay']}},
                    'allOf': [{'if': {'properties': {'tool_policy': {'const': 'allowlist'}}},
                               'then': {'required': ['tools']}}]},
+ 'registry.task.line': {'description': "One spoken line, per language (the session's language, "
+                                       'else en).',
+                        'type': 'object',
+                        'additionalProperties': {'type': 'string',
+                                                 'minLength': 1,
+                                                 'maxLength': 500}},
+ 'registry.task.lines': {'description': "What the task says. switched: switch_app's confirmation "
+                                        'when the chat LLM switches to this app (its default '
+                                        'task); started: said once the task has started from a '
+                                        'voice entry (the server skill announce).',
+                         'type': 'object',
+                         'additionalProperties': False,
+                         'properties': {'switched': {'description': 'One spoken line, per language '
+                                                                    "(the session's language, else "
+                                                                    'en).',
+                                                     'type': 'object',
+                                                     'additionalProperties': {'type': 'string',
+                                                                              'minLength': 1,
+                                                                              'maxLength': 500}},
+                                        'started': {'description': 'One spoken line, per language '
+                                                                   "(the session's language, else "
+                                                                   'en).',
+                                                    'type': 'object',
+                                                    'additionalProperties': {'type': 'string',
+                                                                             'minLength': 1,
+                                                                             'maxLength': 500}}}},
  'registry.task.on_finish': {'enum': ['default', 'stay']},
+ 'registry.task.system_prompt': {'description': "The task's own instructions to the chat LLM, "
+                                                'added after the prompt its system_prompt_mode '
+                                                'gives.',
+                                 'type': 'string',
+                                 'minLength': 1,
+                                 'maxLength': 4000},
  'registry.task.system_prompt_mode': {'enum': ['agent', 'agent_proactive', 'translator', 'none']},
  'registry.task.tool_policy': {'enum': ['inherit_agent', 'allowlist']},
  'result:self.audio_speaker.set_volume': {'type': 'boolean'},

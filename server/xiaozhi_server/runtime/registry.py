@@ -11,6 +11,7 @@ import os
 
 from .. import protocol as proto
 from . import seed_registry
+from .modes import HANDLERS
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "apps.json")
 
@@ -29,9 +30,22 @@ def skill_args(skill, params):
     return dict(skill.get("args") or {})
 
 
+def _shipped_lines(model):
+    """The seed's example gives no lines: a task that gives none says what the
+    shipped registry's task of the same app and id says, so the seed's file
+    sounds like ours (docs/runtime.md, "The seed's spelling")."""
+    with open(DEFAULT_PATH, encoding="utf-8") as f:
+        shipped = json.load(f)
+    lines = {(a["id"], t["id"]): t["lines"] for a in shipped["apps"] for t in a["tasks"] if "lines" in t}
+    for a in model["apps"]:
+        for t in a["tasks"]:
+            if "lines" not in t and (a["id"], t["id"]) in lines:
+                t["lines"] = lines[(a["id"], t["id"])]
+
+
 class Task:
     __slots__ = ("app_id", "id", "title", "mode", "reserved", "skills", "stop_skills", "status_skill",
-                 "tool_policy", "tools", "params_schema", "prompt_mode", "on_finish")
+                 "tool_policy", "tools", "params_schema", "prompt_mode", "prompt", "lines", "on_finish")
 
     def __init__(self, app_id, d):
         self.app_id = app_id
@@ -46,11 +60,19 @@ class Task:
         self.tools = tuple(d.get("tools", ()))
         self.params_schema = d.get("params_schema") or {"type": "object"}
         self.prompt_mode = d["system_prompt_mode"]
+        self.prompt = d.get("system_prompt")
+        self.lines = d.get("lines") or {}
         self.on_finish = d["on_finish"]
 
     @property
     def key(self):
         return "%s.%s" % (self.app_id, self.id)
+
+    def line(self, event, language):
+        """What the task says on event (switched, started) in language, else
+        in English; None when the registry gives it no line."""
+        texts = self.lines.get(event) or {}
+        return texts.get(language) or texts.get("en") or None
 
     def policy(self):
         """None = every tool of the agent; else the allowed names."""
@@ -78,6 +100,7 @@ class Registry:
                 data = seed_registry.to_model(data, "apps.json")
             except ValueError as e:
                 raise RegistryError("%s: %s" % (where, e))
+            _shipped_lines(data)
         err = proto.validate("registry.apps", data, "apps.json")
         if err:
             raise RegistryError("%s: %s" % (where, err))
@@ -93,6 +116,9 @@ class Registry:
                 raise RegistryError("%s: apps[%d].default_task %r is not one of its tasks"
                                     % (where, i, app.default_task))
             for j, t in enumerate(a["tasks"]):
+                if t["interaction_mode"] not in HANDLERS:
+                    raise RegistryError("%s: apps[%d].tasks[%d].interaction_mode %r has no handler (modes.py has: %s)"
+                                        % (where, i, j, t["interaction_mode"], ", ".join(sorted(HANDLERS))))
                 bad = proto.unsupported_keywords(t.get("params_schema") or {})
                 if bad:
                     raise RegistryError("%s: apps[%d].tasks[%d].params_schema uses %s, which is not checked"

@@ -16,9 +16,10 @@ whose device skill fails is not entered: the answer says accepted false
 with a code (busy, not_found, skill_failed), and the session is in the
 default task.
 
-Mode routing (DESIGN §2.6) lives in `route()`: CHAT -> chat LLM;
-TRANSLATION -> the translate tool, never the chat LLM; PLAY_AUDIO -> words
-are not sent to any LLM, and a user wake returns to chat if priority allows.
+What the child's words lead to is the mode's handler (modes.py, keyed by
+the task's interaction_mode); what a task says and its own prompt come from
+its apps.json entry, and server skills from the table below: no code here
+names an app.
 
 Nothing here outlives the connection: a new session starts at the default
 app again.
@@ -30,6 +31,7 @@ import time
 
 from .. import protocol as proto
 from . import priority
+from .modes import HANDLERS
 from .proactive import Proactive
 from .prompts import system_prompt
 from .lessons import lesson_names
@@ -50,12 +52,6 @@ def _leading_device_skills(task):
             break
         n += 1
     return n
-
-
-def plain(text):
-    """Words as phrases are matched: lowercase, without spaces, punctuation or
-    the erhua 儿 (ASR writes 「聊会儿天吧！」 as often as 「聊会天吧」)."""
-    return "".join(c for c in text.lower() if c.isalnum() and c != "儿")
 
 
 class TaskError(Exception):
@@ -80,9 +76,13 @@ class AppRuntime:
         self.history = []              # (time, app.task, source, verdict) for logs and tests
         self.proactive = Proactive(session, self.cfg)
         self._skills_task = None
+        # Server skills by the name apps.json gives them. `translate` (the
+        # seed's name for the translation task's skill) announces, too: the
+        # translating itself is the TRANSLATION mode's (modes.py).
         self.server_skills = {
             "proactive_opener": self._skill_opener,
-            "translate": self._skill_translate_entry,
+            "announce": self._skill_announce,
+            "translate": self._skill_announce,
         }
 
     # ---- state ----
@@ -241,7 +241,7 @@ class AppRuntime:
         self.entered_at = time.monotonic()
         d = self.session.dialogue
         d.tool_policy = task.policy()
-        d.system_prompt = system_prompt(self.prompts, task.prompt_mode)
+        d.system_prompt = system_prompt(self.prompts, task)
 
     async def _run_skills(self, task, params, source, done=0):
         await self.session.wait_quiet()
@@ -282,54 +282,23 @@ class AppRuntime:
     async def _skill_opener(self, params, source):
         await self.proactive.open(self.entered_at)
 
-    async def _skill_translate_entry(self, params, source):
-        if source == proto.SOURCE_VOICE:
-            lang = self.session.language
-            await self.session.say("好的，现在开始翻译。说中文我翻成英文，说英文我翻成中文。" if lang == "zh"
-                                   else "Okay, I'm translating now: Chinese to English, English to Chinese.")
+    async def _skill_announce(self, params, source):
+        """The task's `started` line, for a child who asked by voice (a parent's
+        or an alarm's task starts without a word)."""
+        line = self.task.line("started", self.session.language) if self.task else None
+        if source == proto.SOURCE_VOICE and line:
+            await self.session.say(line)
 
     # ---- what the user's words and wakes lead to ----
 
     async def route(self, text, utterance=None):
         self.proactive.user_spoke()
-        mode = self.mode
-        if not (mode == proto.MODE_CHAT and not self.session.is_exit_phrase(text)):
-            # Only a chat answer is prepared speculatively; anything else
-            # (translating, leaving, switching) waits until the words are final.
-            if not await committed(utterance):
-                return
-        if mode == proto.MODE_TRANSLATION:
-            if self._is_translation_exit(text):
-                await self.start_default(proto.SOURCE_VOICE)
-                return
-            self.session.start_reply(self._translate, text)
-        elif mode == proto.MODE_PLAY_AUDIO:
-            log.info("[%s] PLAY_AUDIO: %r not sent to the LLM", self.session.device_id, text)
-        else:
-            if self.session.is_exit_phrase(text):
-                self.session.say_farewell(text)
-            else:
-                self.session.start_reply(self.session.chat_reply, text, utterance)
-
-    def _is_translation_exit(self, text):
-        t = plain(text)
-        return len(t) <= 24 and any(plain(p) and plain(p) in t
-                                    for p in self.cfg.get("exit_translation_phrases", ()))
-
-    async def _translate(self, text):
-        tool = self.session.tools.get("translate")
-        if tool is None or not self.session.tools.allowed(tool, self.session.dialogue.tool_policy):
-            await self.session.speaker.say("翻译功能现在用不了。" if self.session.language == "zh"
-                                           else "Translation is not available right now.")
+        handler = HANDLERS[self.mode]
+        # Only an answer the mode may prepare early goes ahead before the
+        # words are final; anything else (translating, leaving, switching) waits.
+        if not handler.answers_early(self, text) and not await committed(utterance):
             return
-        out = await self.session.tools.call(tool.llm_name, {"text": text}, self.session.dialogue.tool_policy)
-        if out.is_error or not out.text.strip():
-            log.warning("[%s] translate failed: %s", self.session.device_id, out.text)
-            await self.session.speaker.say("这句我没翻译好，请再说一遍。" if self.session.language == "zh"
-                                           else "I could not translate that, please say it again.")
-            return
-        await self.session.send_json(proto.llm("neutral", session_id=self.session.id, text="🙂"))
-        await self.session.speaker.say(out.text.strip())
+        await handler.words(self, text, utterance)
 
     async def on_wake(self, text):
         """A user wake word returns to the default task from any other (a
@@ -344,11 +313,7 @@ class AppRuntime:
         await self.session.on_wake_word(text)
 
     async def on_listen_start(self):
-        if self.mode != proto.MODE_PLAY_AUDIO:
-            return
-        if time.monotonic() - self.session.last_tts_stop < self.cfg.get("auto_listen_grace_s", 1.5):
-            return  # the device going back to listening after our own line
-        await self.on_wake("")
+        await HANDLERS[self.mode].listen_start(self)
 
     def close(self):
         self.proactive.cancel()

@@ -9,8 +9,8 @@ registry (docs/runtime.md, "The seed's spelling"):
 
 - titles: the app's `name`, else its id; a task's `name`, else its id;
 - default_task: the first task listed;
-- interaction_mode, tool_policy, tools, system_prompt_mode: the task's,
-  else the app's;
+- interaction_mode, tool_policy, tools, system_prompt_mode, system_prompt,
+  lines: the task's, else the app's;
 - side: device MCP when left out; `server_mcp` and `server` run on the server;
 - a task whose prompt mode is `agent_proactive` opens with the server
   skill `proactive_opener` (the seed: "由 Runtime 主动发起");
@@ -113,6 +113,9 @@ def _task(app, task_id, t, at):
         out["status_skill"] = status
     if "tools" in t or "tools" in app:
         out["tools"] = list(t.get("tools", app.get("tools")))
+    for key in ("system_prompt", "lines"):
+        if key in t or key in app:
+            out[key] = t.get(key, app.get(key))
     if t.get("reserved"):
         out["reserved"] = True
     return out

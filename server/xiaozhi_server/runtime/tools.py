@@ -2,10 +2,13 @@
 
 Entries through them count as source `voice`. Each ends the chat turn:
 what happens next is the new task's business (its skills), after a short
-spoken line. start_repeater checks the device's lesson list first, so a
-missing lesson or a board without an SD player gets a spoken error and
-chat goes on; the device's `self.mp3.play` is what finally runs (never a
-music tool).
+spoken line. switch_app's apps, their descriptions and the line it speaks
+(the task's `switched` line) all come from apps.json. start_repeater
+starts the task whose skill is the device's player (`self.mp3.play`); it
+checks the device's lesson list first, so a missing lesson or a board
+without an SD player gets a spoken error and chat goes on; the device's
+`self.mp3.play` is what finally runs (never a music tool). The lines here
+are the tools' own (refusals, the lesson's name and count).
 """
 import json
 import logging
@@ -24,7 +27,6 @@ LINES = {
         "repeating": "好的，%s 复读 %d 遍。",
         "repeating_off": "好的，%s 复读 %d 遍，放完就关机。",
         "refused": "现在不能切换：%s",
-        "switched": {"chat": "好的，我们来聊天吧！", "english_translation": "", "english_learning": "好的。"},
     },
     "en": {
         "no_player": "This device cannot play lessons.",
@@ -32,7 +34,6 @@ LINES = {
         "repeating": "Okay, repeating %s %d times.",
         "repeating_off": "Okay, repeating %s %d times, then I'll power off.",
         "refused": "I can't switch right now: %s",
-        "switched": {"chat": "Okay, let's chat!", "english_translation": "", "english_learning": "Okay."},
     },
 }
 
@@ -41,9 +42,31 @@ def _lines(session):
     return LINES.get(session.language, LINES["en"])
 
 
+PLAY_TOOL = "self.mp3.play"     # the device's SD player: what start_repeater's task runs
+
+
+def player_task(registry):
+    """The task start_repeater starts: the first one that plays on the device's player."""
+    for app in registry.apps.values():
+        for task in app.tasks.values():
+            if not task.reserved and any(s["name"] == PLAY_TOOL and s["runs_on"] == "device" for s in task.skills):
+                return task
+    return None
+
+
+def switch_app_description(registry, apps, player):
+    about = "; ".join("%s = %s" % (a, (registry.apps[a].description or registry.apps[a].title).rstrip("."))
+                      for a in apps)
+    hint = " For lessons prefer start_repeater." if player is not None else ""
+    return ("Switch what Xiaozhi is doing: %s.%s Use it when the child asks to start or stop one of these, "
+            "or to go back to chatting." % (about, hint))
+
+
 def runtime_tools(session, runtime):
-    apps = sorted(a for a, app in runtime.registry.apps.items()
+    registry = runtime.registry
+    apps = sorted(a for a, app in registry.apps.items()
                   if any(not t.reserved for t in app.tasks.values()))
+    player = player_task(registry)
 
     async def switch_app(args):
         app_id = args.get("app_id")
@@ -54,7 +77,7 @@ def runtime_tools(session, runtime):
         if not result["accepted"]:
             return ToolOutcome("refused: " + result["reason"], end_turn=True,
                                say=_lines(session)["refused"] % result["reason"])
-        say = _lines(session)["switched"].get(app_id) or None
+        say = registry.find(app_id).line("switched", session.language)
         return ToolOutcome(json.dumps(result), end_turn=True, say=say)
 
     async def start_repeater(args):
@@ -64,7 +87,7 @@ def runtime_tools(session, runtime):
         if isinstance(repeat, str) and repeat.strip().isdigit():
             repeat = int(repeat)  # models sometimes quote numbers
         power_off = bool(args.get("power_off_after", False))
-        if not (session.mcp.has("self.mp3.play") and session.mcp.has("self.mp3.get_list")):
+        if not (session.mcp.has(PLAY_TOOL) and session.mcp.has("self.mp3.get_list")):
             return ToolOutcome("error: this device has no SD-card player", end_turn=True, say=L["no_player"])
         text, is_error = await session.mcp.call("self.mp3.get_list", {})
         if is_error:
@@ -76,7 +99,7 @@ def runtime_tools(session, runtime):
                                end_turn=True, say=L["missing"] % name)
         params = {"name": found, "repeat": repeat, "power_off_after": power_off}
         try:
-            result = await runtime.start_app_task("english_learning", "repeater", params, proto.SOURCE_VOICE)
+            result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE)
         except TaskError as e:
             return ToolOutcome("error: %s" % e, is_error=True)
         if not result["accepted"]:
@@ -84,19 +107,20 @@ def runtime_tools(session, runtime):
         line = (L["repeating_off"] if power_off else L["repeating"]) % (found.rsplit(".", 1)[0], int(repeat))
         return ToolOutcome(json.dumps(result), end_turn=True, say=line)
 
-    return [
-        Tool("switch_app", "Switch what Xiaozhi is doing: chat = talk together; english_translation = live "
-             "translation between Chinese and English; english_learning = lessons (prefer start_repeater). "
-             "Use it when the child asks to start or stop translating, or to go back to chatting.",
+    tools = [
+        Tool("switch_app", switch_app_description(registry, apps, player),
              {"type": "object", "properties": {"app_id": {"type": "string", "enum": apps}}, "required": ["app_id"]},
              "builtin", switch_app),
-        Tool("start_repeater", "Play an English lesson MP3 from the device's SD card `repeat` times, optionally "
-             "powering off afterwards. Use this (never a music tool) for lessons, e.g. 'repeat lesson001 three "
-             "times, then power off'.",
-             {"type": "object", "properties": {
-                 "name": {"type": "string", "description": "lesson file name, e.g. lesson001.mp3"},
-                 "repeat": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1},
-                 "power_off_after": {"type": "boolean", "default": False}},
-              "required": ["name"]},
-             "builtin", start_repeater),
     ]
+    if player is not None:
+        tools.append(Tool(
+            "start_repeater", "Play an English lesson MP3 from the device's SD card `repeat` times, optionally "
+            "powering off afterwards. Use this (never a music tool) for lessons, e.g. 'repeat lesson001 three "
+            "times, then power off'.",
+            {"type": "object", "properties": {
+                "name": {"type": "string", "description": "lesson file name, e.g. lesson001.mp3"},
+                "repeat": {"type": "integer", "minimum": 1, "maximum": 100, "default": 1},
+                "power_off_after": {"type": "boolean", "default": False}},
+             "required": ["name"]},
+            "builtin", start_repeater))
+    return tools
