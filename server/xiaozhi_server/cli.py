@@ -1,7 +1,7 @@
 """xiaozhi-server: run the server (what `make run` calls).
 
     xiaozhi-server run [--config var/server.yaml] [--host H] [--port 8000]
-                       [--http-port 8003] [--insecure] [-v]
+                       [--http-port 8003] [--workers N] [--insecure] [-v]
     xiaozhi-server task|schedule|device ...   (control/cli.py: the parents' API)
 """
 import argparse
@@ -26,6 +26,15 @@ def _run(args):
         cfg["server"]["ws_port"] = args.port
     if args.http_port is not None:
         cfg["server"]["http_port"] = args.http_port
+    if args.workers is not None:
+        cfg["server"]["workers"] = args.workers
+    try:
+        configmod.check(cfg)
+    except configmod.ConfigError as e:
+        print("xiaozhi-server: %s" % e, file=sys.stderr)
+        return 2
+    # Run from the command line, "auto" is one worker process per core.
+    cfg["server"]["workers"] = configmod.worker_count(cfg, auto=configmod.cores())
     host = cfg["server"]["host"]
     if not configmod.is_loopback(host) and not cfg["auth"]["tokens"] and not args.insecure:
         print("xiaozhi-server: binding %s exposes the server to the network: set a token "
@@ -49,8 +58,11 @@ def _run(args):
             print("xiaozhi-server: could not start: %s" % e, file=sys.stderr)
             await server.stop()
             return 1
-        llm = "configured (%s)" % getattr(server.services.llm, "model", "openai") \
-            if server.services.llm_configured else "none configured (chat says so)"
+        if server.pool is not None:
+            llm = server.pool.llm
+        else:
+            llm = "configured (%s)" % getattr(server.services.llm, "model", "openai") \
+                if server.services.llm_configured else "none configured (chat says so)"
         print("xiaozhi-server running")
         print("  WebSocket : %s" % server.ws.url)
         print("  OTA       : %s" % server.http.ota_url)
@@ -58,6 +70,9 @@ def _run(args):
         if server.control is not None:
             print("  API       : http://%s:%d/api/devices/{device_id} (docs/api.md)" % (server.http.host, server.http.port))
         print("  LLM       : %s" % llm)
+        if server.pool is not None:
+            print("  workers   : %d processes share the WebSocket port (pids %s)"
+                  % (server.pool.count, ", ".join(str(p) for p in server.pool.pids().values())))
         print("  config    : %s" % (args.config or configmod.DEFAULT_PATH))
         sys.stdout.flush()
         stop = asyncio.Event()
@@ -91,6 +106,8 @@ def main(argv=None):
     r.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     r.add_argument("--port", type=int, help="WebSocket port (default 8000)")
     r.add_argument("--http-port", type=int, help="OTA/HTTP port (default 8003)")
+    r.add_argument("--workers", type=lambda v: v if v == "auto" else int(v),
+                   help="processes holding the voice sessions (default server.workers: auto = one per core)")
     r.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     r.add_argument("-v", "--verbose", action="store_true")
     from .control import cli as control_cli

@@ -22,6 +22,11 @@ DEFAULTS = {
         "http_port": 8003,
         # Host name devices use to reach this server (OTA answers carry it).
         "public_host": None,
+        # Processes that hold the voice sessions, sharing the WebSocket port
+        # (docs/server.md "Workers"). "auto": one per core under
+        # `xiaozhi-server run`; a server embedded in a program (tests,
+        # benchmarks) stays in its one process unless given a number.
+        "workers": "auto",
     },
     "auth": {
         # Tokens accepted in "Authorization: Bearer <token>" (or ?authorization=).
@@ -154,6 +159,7 @@ ENV_OVERRIDES = {
     "XIAOZHI_WS_PORT": ("server", "ws_port", int),
     "XIAOZHI_HTTP_PORT": ("server", "http_port", int),
     "XIAOZHI_PUBLIC_HOST": ("server", "public_host", str),
+    "XIAOZHI_WORKERS": ("server", "workers", lambda v: v if v == "auto" else int(v)),
     "XIAOZHI_TOKEN": ("auth", "tokens", lambda v: [t for t in v.split(",") if t]),
     "MQTT_URL": ("mqtt", "url", str),
     "XIAOZHI_API_TOKEN": ("control", "api_token", str),
@@ -228,6 +234,9 @@ def check(cfg):
     that are not positive numbers."""
     _strings(cfg, "auth", "tokens", "token strings")
     _strings(cfg, "auth", "allowed_devices", "device ids")
+    workers = cfg.get("server", {}).get("workers", "auto")
+    if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
     for key, value in (cfg.get("limits") or {}).items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigError("limits.%s must be a positive number, got %r" % (key, value))
@@ -241,6 +250,20 @@ def write_defaults(path):
                 "# and OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL for the language model.\n"
                 % ", ".join(sorted(ENV_OVERRIDES)))
         yaml.safe_dump(DEFAULTS, f, allow_unicode=True, sort_keys=False)
+
+
+def cores():
+    """The cores this process may run on (its CPU affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worker_count(cfg, auto=1):
+    """server.workers as a number; "auto" is `auto` (the CLI passes cores())."""
+    workers = cfg["server"].get("workers", "auto")
+    return auto if workers == "auto" else int(workers)
 
 
 def is_loopback(host):

@@ -40,12 +40,45 @@ def default_mcp_config():
     return os.path.join(os.path.dirname(__file__), "data", "mcp_servers.json")
 
 
+async def start_server_tools(config, services):
+    """Start the server's own MCP processes and offer their tools to every new
+    session; the ServerProcesses (close() them at the end), or None."""
+    path = config.get("mcp_servers_file") or default_mcp_config()
+    if not os.path.exists(path):
+        return None
+    from .mcp.server_processes import ServerProcesses
+    processes = ServerProcesses(path)
+    await processes.start()
+    tools = []
+    for decl in processes.tools():
+        async def run(args, _name=decl["name"]):
+            text, is_error = await processes.call(_name, args)
+            return ToolOutcome(text, is_error=is_error)
+        tools.append(Tool(decl["name"], decl.get("description"), decl.get("inputSchema"), "server", run))
+    services.set_server_tools(tools)
+    log.info("server MCP tools: %s", ", ".join(t.name for t in tools) or "none")
+    return processes
+
+
 class XiaozhiServer:
-    def __init__(self, config, services=None, with_broker=True, with_mcp=True):
+    def __init__(self, config, services=None, with_broker=True, with_mcp=True, services_factory=None):
+        """With server.workers above 1 the sessions live in worker processes
+        (shard/), each building its Services from the config, or through
+        services_factory ("module:function"); this process keeps the control
+        plane, the broker and the HTTP endpoints."""
         configmod.check(config)
         fit_to_fd_limit(config["limits"])
         throttle_logs(float(config["limits"]["log_interval_s"]))
         self.config = config
+        self.pool = None
+        workers = configmod.worker_count(config)
+        if workers > 1:
+            if services is not None:
+                raise ValueError("worker processes build their own services: pass services_factory, not services")
+            from .shard.pool import ControlServices, WorkerPool
+            services = ControlServices(config)
+            self.pool = WorkerPool(config, workers, device_tokens=with_broker, with_mcp=with_mcp,
+                                   services_factory=services_factory)
         self.services = services or Services(config)
         self.broker = None
         if with_broker:
@@ -53,6 +86,7 @@ class XiaozhiServer:
             self.broker = wiring.broker(config)
         self.ws = WsServer(self.services)
         self.http = HttpServer(self.services, self._ws_url_for)
+        self.http.workers = self.pool
         self.with_mcp = with_mcp
         self.mcp_processes = None
         # The parents' control plane speaks through the broker, so it comes with it.
@@ -66,36 +100,26 @@ class XiaozhiServer:
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)
 
-    async def _start_mcp(self):
-        path = self.config.get("mcp_servers_file") or default_mcp_config()
-        if not os.path.exists(path):
-            return
-        from .mcp.server_processes import ServerProcesses
-        self.mcp_processes = ServerProcesses(path)
-        await self.mcp_processes.start()
-        tools = []
-        for decl in self.mcp_processes.tools():
-            async def run(args, _name=decl["name"]):
-                text, is_error = await self.mcp_processes.call(_name, args)
-                return ToolOutcome(text, is_error=is_error)
-            tools.append(Tool(decl["name"], decl.get("description"), decl.get("inputSchema"), "server", run))
-        self.services.set_server_tools(tools)
-        log.info("server MCP tools: %s", ", ".join(t.name for t in tools) or "none")
-
     async def start(self):
         if self.broker is not None:
             await self.broker.start()
             self.http.broker_url = self.broker.url
         if self.control is not None:
             await self.control.start()
-        if self.with_mcp:
-            await self._start_mcp()
-        await self.ws.start()
+        if self.pool is not None:
+            await self.pool.start()     # each worker starts its own MCP processes
+            self.ws.port = self.pool.port
+        else:
+            if self.with_mcp:
+                self.mcp_processes = await start_server_tools(self.config, self.services)
+            await self.ws.start()
         await self.http.start()
         return self
 
     async def stop(self):
         await self.ws.stop()
+        if self.pool is not None:
+            await self.pool.stop()
         await self.http.stop()
         if self.control is not None:
             await self.control.stop()

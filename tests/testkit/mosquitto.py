@@ -3,8 +3,10 @@
     broker = Mosquitto().start()
     broker.url            # mqtt://127.0.0.1:PORT
     broker.stop(); broker.start()   # same port again: clients see an outage
+    broker.connected_clients()      # client ids connected now, from the broker's log
 """
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -57,6 +59,7 @@ class Mosquitto:
         with open(self.conf, "w") as f:
             f.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n" % self.port)
         self.proc = None
+        self._log = ""
 
     @property
     def url(self):
@@ -64,6 +67,7 @@ class Mosquitto:
 
     def start(self):
         exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self._log = ""
         self.proc = subprocess.Popen([exe, "-c", self.conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 5
         while not _listening(self.port):
@@ -71,6 +75,21 @@ class Mosquitto:
                 raise RuntimeError("mosquitto did not start: %s" % self.proc.stderr.read().decode(errors="replace"))
             time.sleep(0.01)
         return self
+
+    def connected_clients(self):
+        """Client ids connected now, as the broker's own log says (read so far)."""
+        if self.proc is not None:
+            os.set_blocking(self.proc.stderr.fileno(), False)
+            self._log += (self.proc.stderr.read() or b"").decode(errors="replace")
+        clients = set()
+        for line in self._log.splitlines():
+            m = re.search(r"New client connected from \S+ as (\S+) \(", line)
+            if m:
+                clients.add(m.group(1))
+            m = re.search(r"Client (\S+) (disconnected|closed its connection|has exceeded timeout)", line)
+            if m:
+                clients.discard(m.group(1))
+        return clients
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:

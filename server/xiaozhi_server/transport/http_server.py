@@ -64,6 +64,7 @@ class HttpServer:
         self._ws_url_for = ws_url_for
         self.broker_url = broker_url
         self.devices = None     # control.devices.Devices when the control plane runs
+        self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
         self.limits = services.config["limits"]
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.guard = http_edge.make_guard(self.limits)
@@ -139,7 +140,10 @@ class HttpServer:
                                  status=404)
 
     async def health(self, request):
-        return web.json_response({"status": "ok", "sessions": len(self.services.sessions)})
+        if self.workers is None:
+            return web.json_response({"status": "ok", "sessions": len(self.services.sessions)})
+        per_worker = self.workers.sessions()
+        return web.json_response({"status": "ok", "sessions": sum(per_worker), "workers": per_worker})
 
     async def start(self):
         # keepalive_timeout also closes a connection that sends no complete

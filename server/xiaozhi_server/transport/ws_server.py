@@ -68,7 +68,7 @@ class WsServer:
                                      float(self.limits["log_interval_s"]))
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.rate_stats = RateStats()
-        self._server = None
+        self._servers = []
 
     @property
     def url(self):
@@ -106,20 +106,26 @@ class WsServer:
     def _connection_class(self):
         return type("GuardedConnection", (_GuardedConnection,), {"guard": self.guard})
 
-    async def start(self):
-        self._server = await serve(
-            self._handle, self.host, self.port, process_request=self._process_request,
-            max_size=proto.MAX_TEXT_MESSAGE, max_queue=64, compression=None,
-            ping_interval=30, ping_timeout=30, close_timeout=2,
-            open_timeout=float(self.limits["ws_handshake_timeout_s"]),
-            create_connection=self._connection_class(), logger=logging.getLogger(LIBRARY_LOG),
-            backlog=accept_burst(self.guard.max_pending))
+    async def start(self, sockets=None):
+        """Listen on host:port, or serve listening `sockets` made elsewhere
+        (a worker's, inherited from the primary: shard/)."""
+        kw = dict(process_request=self._process_request,
+                  max_size=proto.MAX_TEXT_MESSAGE, max_queue=64, compression=None,
+                  ping_interval=30, ping_timeout=30, close_timeout=2,
+                  open_timeout=float(self.limits["ws_handshake_timeout_s"]),
+                  create_connection=self._connection_class(), logger=logging.getLogger(LIBRARY_LOG),
+                  backlog=accept_burst(self.guard.max_pending))
+        if sockets:
+            self._servers = [await serve(self._handle, sock=s, **kw) for s in sockets]
+        else:
+            self._servers = [await serve(self._handle, self.host, self.port, **kw)]
         if self.port == 0:
-            self.port = self._server.sockets[0].getsockname()[1]
+            self.port = self._servers[0].sockets[0].getsockname()[1]
         return self
 
     async def stop(self):
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            await server.wait_closed()
         self.guard.stop()

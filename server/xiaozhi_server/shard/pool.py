@@ -1,0 +1,246 @@
+"""The primary's side of the worker processes.
+
+    pool = WorkerPool(config, count=2, device_tokens=True, with_mcp=True)
+    await pool.start()     # port bound, every worker's models loaded, all accepting
+    pool.port, pool.sessions()     # the WebSocket port; sessions per worker
+    await pool.stop()      # SIGTERM to each worker, SIGKILL after STOP_TIMEOUT_S
+
+The primary binds the WebSocket port once and every worker inherits that
+one listening socket (not SO_REUSEPORT): all workers accept from one queue,
+so a new connection goes to whichever worker is free first instead of to a
+hash of its address (uneven with few clients); connections queued when a
+worker dies stay in the queue for the others; no other program can bind
+the port alongside and take a share; and port 0 works (tests).
+
+Each worker talks to the primary over its own socketpair, one JSON object
+a line: the primary sends the worker's settings; the worker answers
+{"ready": pid, "llm": ...} once its models are loaded and it accepts, then
+{"sessions": n} whenever its count changes. The socketpair is also the
+worker's lifeline: when the primary is gone, however it ended, the worker
+reads end-of-file and stops (and the kernel sends it SIGTERM, worker.py).
+
+A worker that exits while the pool runs is logged and started again after
+a delay that doubles from BACKOFF_MIN_S up to BACKOFF_MAX_S, back to the
+minimum once a worker has stayed up STABLE_S. The others go on serving
+meanwhile.
+"""
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from ..runtime.registry import Registry
+from ..transport.guard import accept_burst
+
+log = logging.getLogger(__name__)
+
+BACKOFF_MIN_S = 0.5
+BACKOFF_MAX_S = 30.0
+STABLE_S = 60.0
+STOP_TIMEOUT_S = 10.0
+CHANNEL_LIMIT = 1 << 20
+
+
+class WorkerFailed(Exception):
+    pass
+
+
+class ControlServices:
+    """What the primary needs when the workers hold the sessions: the config
+    and the app registry (the control API checks tasks against it), no
+    providers and no models. `sessions` stays empty: they live in the workers."""
+
+    def __init__(self, config):
+        self.config = config
+        self.registry = Registry.load(config.get("apps", {}).get("registry"))
+        self.sessions = set()
+
+    async def start(self):
+        pass    # no models here
+
+
+def listen_sockets(host, port, backlog):
+    """Listening sockets for host:port, as asyncio's create_server would bind
+    them (every address the name resolves to), inheritable by the workers."""
+    infos = socket.getaddrinfo(host or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    socks, seen = [], set()
+    try:
+        for family, kind, proto, _name, addr in infos:
+            if (family, addr) in seen:
+                continue
+            seen.add((family, addr))
+            s = socket.socket(family, kind, proto)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(socks) > 1:   # every address on the port the first one got
+                addr = (addr[0], socks[0].getsockname()[1]) + tuple(addr[2:])
+            s.bind(addr)
+            s.listen(backlog)
+            s.set_inheritable(True)
+    except OSError:
+        for s in socks:
+            s.close()
+        raise
+    return socks
+
+
+class _Worker:
+    def __init__(self, wid, proc, reader, writer):
+        self.id = wid
+        self.proc = proc
+        self.reader = reader
+        self.writer = writer
+        self.sessions = 0
+        self.started = asyncio.get_running_loop().time()
+
+
+class WorkerPool:
+    def __init__(self, config, count, device_tokens=False, with_mcp=True, services_factory=None,
+                 log_level=None):
+        """services_factory: "module:function" building a worker's Services from
+        its config (benchmarks: providers that stand in for real ones)."""
+        self.config = config
+        self.count = count
+        self.device_tokens = device_tokens
+        self.with_mcp = with_mcp
+        self.services_factory = services_factory
+        self.log_level = log_level if log_level is not None else logging.getLogger().getEffectiveLevel()
+        self.port = config["server"]["ws_port"]
+        self.llm = None
+        self.restarts = 0
+        self._socks = []
+        self._workers = {}         # id -> _Worker
+        self._keepers = []
+        self._procs = set()
+        self._stopping = False
+
+    def sessions(self):
+        """Sessions per worker, in worker order (0 while one is restarting)."""
+        return [self._workers[i].sessions if i in self._workers else 0 for i in range(1, self.count + 1)]
+
+    def pids(self):
+        return {i: w.proc.pid for i, w in self._workers.items()}
+
+    async def start(self):
+        limits = self.config["limits"]
+        self._socks = listen_sockets(self.config["server"]["host"], self.port,
+                                     accept_burst(int(limits["ws_max_pending"])))
+        self.port = self._socks[0].getsockname()[1]
+        try:
+            started = await asyncio.gather(*[self._spawn(wid) for wid in range(1, self.count + 1)])
+            self._workers = {w.id: w for w in started}
+        except BaseException:
+            await self.stop()
+            raise
+        self._keepers = [asyncio.create_task(self._keep(w)) for w in self._workers.values()]
+        log.info("%d workers accept WebSocket sessions on port %d", self.count, self.port)
+        return self
+
+    async def stop(self):
+        self._stopping = True
+        for t in self._keepers:
+            t.cancel()
+        await asyncio.gather(*[self._end(p) for p in list(self._procs)])
+        for w in self._workers.values():
+            w.writer.close()
+        for s in self._socks:
+            s.close()
+        self._socks = []
+
+    # ---- one worker ----
+
+    def _settings(self, wid):
+        return {"worker": wid, "workers": self.count, "config": self.config, "log_level": self.log_level,
+                "device_tokens": self.device_tokens, "with_mcp": self.with_mcp,
+                "services_factory": self.services_factory, "sys_path": sys.path}
+
+    async def _spawn(self, wid):
+        ours, theirs = socket.socketpair()
+        fds = [theirs.fileno()] + [s.fileno() for s in self._socks]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "xiaozhi_server.shard.worker", str(os.getpid()), *[str(fd) for fd in fds],
+                pass_fds=fds, stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self._procs.add(proc)
+        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=CHANNEL_LIMIT)
+        w = _Worker(wid, proc, reader, writer)
+        try:
+            writer.write(json.dumps(self._settings(wid)).encode() + b"\n")
+            await writer.drain()
+            line = await reader.readline()
+            ready = json.loads(line) if line else {}
+        except (OSError, ValueError):
+            ready = {}
+        if "ready" not in ready:
+            writer.close()
+            code = await proc.wait()
+            self._procs.discard(proc)
+            raise WorkerFailed("worker %d could not start (exit code %s; its log says why)" % (wid, code))
+        self.llm = self.llm or ready.get("llm")
+        log.info("worker %d ready (pid %d)", wid, proc.pid)
+        return w
+
+    async def _watch(self, w):
+        """Follow a worker's reports until it is gone; its exit code."""
+        try:
+            while True:
+                line = await w.reader.readline()
+                if not line:
+                    break
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(msg.get("sessions"), int):
+                    w.sessions = msg["sessions"]
+        except OSError:
+            pass
+        w.writer.close()
+        code = await w.proc.wait()
+        self._procs.discard(w.proc)
+        return code
+
+    async def _keep(self, w):
+        loop = asyncio.get_running_loop()
+        backoff = BACKOFF_MIN_S
+        while True:
+            code = await self._watch(w)
+            w.sessions = 0
+            if self._stopping:
+                return
+            if loop.time() - w.started >= STABLE_S:
+                backoff = BACKOFF_MIN_S
+            how = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
+            log.error("worker %d (pid %d) %s; starting it again in %.1f s", w.id, w.proc.pid, how, backoff)
+            while True:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+                if self._stopping:
+                    return
+                try:
+                    w = self._workers[w.id] = await self._spawn(w.id)
+                    self.restarts += 1
+                    break
+                except WorkerFailed as e:
+                    log.error("%s; trying again in %.1f s", e, backoff)
+
+    async def _end(self, proc):
+        if proc.returncode is None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+                await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+            except ProcessLookupError:
+                pass
+            except asyncio.TimeoutError:
+                log.warning("worker pid %d did not stop within %g s: killed", proc.pid, STOP_TIMEOUT_S)
+                proc.kill()
+                await proc.wait()
+        self._procs.discard(proc)

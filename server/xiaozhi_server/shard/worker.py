@@ -1,0 +1,152 @@
+"""One worker process: voice sessions on the WebSocket socket it inherited.
+
+    python -m xiaozhi_server.shard.worker PRIMARY_PID CHANNEL_FD LISTEN_FD [LISTEN_FD ...]
+
+Started by the primary (pool.py), never by hand. It reads its settings from
+the channel, builds its own providers and loads their models, starts the
+server's MCP processes, and only then serves the inherited socket and says
+ready: no session waits behind a model load. Its share of the WebSocket
+caps is 1/N of each (the caps of docs/security.md hold for the whole
+server). A device's own token is checked against the server secret the
+primary made, read from the same file.
+
+It stops on SIGTERM (the primary's stop) and when the channel ends (the
+primary is gone); Ctrl-C reaches every process of the terminal, so SIGINT
+is left to the primary, which stops the workers itself.
+"""
+import asyncio
+import ctypes
+import importlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+
+PR_SET_PDEATHSIG = 1
+REPORT_EVERY_S = 0.2
+
+log = logging.getLogger("xiaozhi_server.shard.worker")   # not __main__ under -m
+
+
+def _die_with_parent(primary):
+    """Linux: SIGTERM when the primary ends, even by SIGKILL (the channel's
+    end-of-file covers it too, unless this process is stuck). False when
+    the primary is gone already."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    return os.getppid() == primary
+
+
+def share_of_caps(limits, workers):
+    """This worker's part of the WebSocket connection caps."""
+    for key in ("ws_max_connections", "ws_max_pending"):
+        limits[key] = max(8, int(limits[key]) // workers)
+
+
+def _services(settings, config):
+    factory = settings.get("services_factory")
+    if factory:
+        for p in settings.get("sys_path") or []:
+            if p not in sys.path:
+                sys.path.append(p)
+        module, _, name = factory.partition(":")
+        return getattr(importlib.import_module(module), name)(config)
+    from ..services import Services
+    return Services(config)
+
+
+async def preload(services):
+    """Load every model now, before the first session can ask for one."""
+    start = getattr(services, "start", None)
+    if start is not None:
+        await start()
+        return
+    for provider in (services.vad, services.asr, services.tts, services.llm):
+        warm = getattr(provider, "warm_up", None)
+        if warm is not None:
+            await warm()
+
+
+def _llm_line(services):
+    if not getattr(services, "llm_configured", True):
+        return "none configured (chat says so)"
+    return "configured (%s)" % getattr(services.llm, "model", "openai")
+
+
+async def serve(channel_fd, listen_fds):
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.open_unix_connection(sock=socket.socket(fileno=channel_fd), limit=1 << 20)
+    line = await reader.readline()
+    if not line:
+        return 1
+    settings = json.loads(line)
+    wid = settings["worker"]
+    logging.basicConfig(level=settings["log_level"],
+                        format="%%(asctime)s %%(levelname).1s w%d %%(name)s: %%(message)s" % wid)
+    config = settings["config"]
+    share_of_caps(config["limits"], settings["workers"])
+
+    from ..server import start_server_tools, throttle_logs
+    from ..transport.guard import fit_to_fd_limit
+    from ..transport.ws_server import WsServer
+    fit_to_fd_limit(config["limits"], ports=("ws",))
+    throttle_logs(float(config["limits"]["log_interval_s"]))
+    services = _services(settings, config)
+    await preload(services)
+    mcp = await start_server_tools(config, services) if settings["with_mcp"] else None
+    ws = WsServer(services)
+    if settings["device_tokens"]:
+        from ..control import wiring
+        from ..control.credentials import Credentials
+        ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
+    socks = [socket.socket(fileno=fd) for fd in listen_fds]
+    await ws.start(sockets=socks)
+
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    async def lifeline():
+        while await reader.readline():
+            pass
+        stop.set()
+    watching = asyncio.create_task(lifeline())
+    writer.write(json.dumps({"ready": os.getpid(), "llm": _llm_line(services)}).encode() + b"\n")
+    log.info("worker %d serving (pid %d, WebSocket caps %d open / %d pending)", wid, os.getpid(),
+             config["limits"]["ws_max_connections"], config["limits"]["ws_max_pending"])
+    reported = None
+    try:
+        while not stop.is_set():
+            count = len(services.sessions)
+            if count != reported:
+                writer.write(json.dumps({"sessions": count}).encode() + b"\n")
+                await writer.drain()
+                reported = count
+            try:
+                await asyncio.wait_for(stop.wait(), REPORT_EVERY_S)
+            except asyncio.TimeoutError:
+                pass
+    except (ConnectionError, OSError):
+        pass
+    log.info("worker %d stopping", wid)
+    watching.cancel()
+    await ws.stop()
+    if mcp is not None:
+        await mcp.close()
+    return 0
+
+
+def main(argv):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    primary, channel, *listening = [int(a) for a in argv]
+    if not _die_with_parent(primary):
+        return 1
+    return asyncio.run(serve(channel, listening))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

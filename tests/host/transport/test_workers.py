@@ -1,0 +1,182 @@
+"""Two worker processes share the WebSocket port (issue 15): `xiaozhi-server
+run --workers 2` as a person starts it, real sessions, the fake LLM, the
+test mosquitto. Sessions land on both workers and chat on each; the control
+plane is one (one MQTT client); a killed worker is started again and takes
+new sessions; the primary's end, clean or not, leaves no process behind."""
+import asyncio
+import json
+import os
+import signal
+import sys
+
+import aiohttp
+import pytest
+
+import testkit
+from testkit.child_procs import children, wait_gone
+from testkit.control_api import eventually
+from testkit.mosquitto import Mosquitto
+from testkit.wire_device import WireDevice
+
+START_S = 240           # two workers loading their models on a busy machine
+ANSWER = "🙂 The sky is blue because of the air."
+
+
+@pytest.fixture
+def broker():
+    b = Mosquitto().start()
+    yield b
+    b.close()
+
+
+class Primary:
+    """`xiaozhi-server run --workers 2` in a subprocess; its URLs from what it prints."""
+
+    def __init__(self, proc, log_path):
+        self.proc = proc
+        self.log_path = log_path
+        self.urls = {}
+
+    async def started(self):
+        while "config" not in self.urls:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), START_S)
+            if not line:
+                raise AssertionError("the server ended before it ran:\n" + self.log())
+            key, _, value = line.decode().partition(":")
+            self.urls[key.strip()] = value.strip().split(" ")[0]
+        return self
+
+    def log(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    @property
+    def ws_url(self):
+        return self.urls["WebSocket"]
+
+    @property
+    def health_url(self):
+        return self.urls["OTA"].replace("/xiaozhi/ota/", "/health")
+
+    async def health(self):
+        async with aiohttp.ClientSession() as s:
+            async with s.get(self.health_url) as r:
+                return await r.json()
+
+    def workers(self):
+        """{pid: cmdline} of the worker processes."""
+        return children(self.proc.pid, match="xiaozhi_server.shard.worker")
+
+    def tree(self):
+        """Every process below the primary (workers and their MCP processes)."""
+        pids = set(children(self.proc.pid))
+        for pid in list(pids):
+            pids |= set(children(pid))
+        return pids
+
+
+@pytest.fixture
+async def primary(tmp_path, broker, fake_llm):
+    fake_llm.default_reply = ANSWER
+    cfg = {
+        "server": {"host": "127.0.0.1", "ws_port": 0, "http_port": 0},
+        "mqtt": {"url": broker.url},
+        "control": {"db_path": str(tmp_path / "control.db")},
+        "llm": {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"},
+        "tts": {"type": "espeak", "voice": "en-us"},
+        "session": {"language": "en"},
+    }
+    path = tmp_path / "server.yaml"
+    path.write_text(json.dumps(cfg))     # JSON is YAML
+    log_path = tmp_path / "server.log"
+    env = dict(os.environ, PYTHONPATH=str(testkit.ROOT / "server"))
+    with open(log_path, "wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "xiaozhi_server", "run", "--config", str(path), "--workers", "2",
+            cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=log)
+    p = Primary(proc, log_path)
+    try:
+        yield await p.started()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def chat_on_each(devices):
+    """One turn by text (listen detect) on every session: the fake LLM's answer comes back spoken."""
+    await asyncio.gather(*[dev.detect("why is the sky blue") for dev in devices])
+    for dev in devices:
+        await dev.wait_for(lambda d=dev: [x for x in d.texts() if "sky is blue" in x], timeout=60)
+
+
+async def sessions_on_every_worker(p, devices, start_index, most=48):
+    """Open sessions until /health shows each worker holding some; the new ones."""
+    opened = []
+    for i in range(start_index, start_index + most):
+        dev = WireDevice(p.ws_url, device_id="aa:bb:cc:00:%02x:%02x" % divmod(i, 256), mcp=False)
+        await dev.connect()
+        await dev.hello(timeout=60)
+        devices.append(dev)
+        opened.append(dev)
+        if len(opened) % 4 == 0 and all(await eventually(lambda: _counts(p, len(devices)), timeout=30)):
+            return opened
+    raise AssertionError("%d sessions, all on one worker: %s" % (len(opened), await p.health()))
+
+
+async def _counts(p, expected):
+    """Sessions per worker, once the workers have reported all `expected` of them."""
+    body = await p.health()
+    return body["workers"] if body["sessions"] == expected else None
+
+
+async def test_sessions_spread_over_two_workers_and_a_killed_one_comes_back(primary, broker, fake_llm):
+    p = primary
+    assert len(p.workers()) == 2
+    log = p.log()
+    assert "w1 xiaozhi_server.shard.worker: worker 1 serving" in log
+    assert "w2 xiaozhi_server.shard.worker: worker 2 serving" in log
+
+    devices = []
+    try:
+        opened = await sessions_on_every_worker(p, devices, 0)
+        await chat_on_each(opened)          # both workers answer, through the fake LLM
+        assert len(fake_llm.requests) >= len(opened)
+
+        # The control plane is one: one MQTT client, whatever the number of workers.
+        assert len(await eventually(broker.connected_clients, timeout=30)) == 1
+
+        # Kill one worker: the pool starts it again, and new sessions land on both and chat.
+        victim = min(p.workers())
+        os.kill(victim, signal.SIGKILL)
+        assert await asyncio.to_thread(wait_gone, victim, 30)
+        await eventually(lambda: "was killed by signal 9; starting it again" in p.log(), timeout=30)
+        await eventually(lambda: p.log().count(" ready (pid ") == 3, timeout=START_S)
+        assert len(p.workers()) == 2 and victim not in p.workers()
+        for dev in devices:
+            await dev.close()
+        devices.clear()
+        await eventually(lambda: _counts(p, 0), timeout=30)
+        await chat_on_each(await sessions_on_every_worker(p, devices, 100))
+        assert len(broker.connected_clients()) == 1
+    finally:
+        for dev in devices:
+            await dev.close()
+
+    # SIGTERM stops everything cleanly: the primary exits 0 and nothing it started is left.
+    tree = p.tree()
+    assert len(tree) >= 2
+    p.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(p.proc.wait(), 60) == 0
+    for pid in tree:
+        assert await asyncio.to_thread(wait_gone, pid, 30), "process %d outlived the server" % pid
+    assert "Traceback" not in p.log()
+
+
+async def test_workers_end_when_the_primary_is_killed(primary):
+    tree = primary.tree()
+    assert len(primary.workers()) == 2
+    primary.proc.kill()
+    await primary.proc.wait()
+    for pid in tree:
+        assert await asyncio.to_thread(wait_gone, pid, 30), "process %d outlived the killed server" % pid
