@@ -101,6 +101,7 @@ class XiaozhiServer:
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)
 
     async def start(self):
+        await self.services.start()   # models and clients load before any device connects
         if self.broker is not None:
             await self.broker.start()
             self.http.broker_url = self.broker.url

@@ -1,9 +1,11 @@
 """What every session shares: providers, server-side tools, and the hooks
 through which the App Runtime decides what a session does.
 
-Providers are built once per process from the config (models load lazily
-and once). Sessions never build providers themselves, so a test or a
-benchmark can hand in its own (e.g. providers that sleep like cloud ones).
+Providers are built once per process from the config, and `start()`
+loads their models, voices and clients before the first device connects
+(in the pool, never on the event loop), so no session pays for a load.
+Sessions never build providers themselves, so a test or a benchmark can
+hand in its own (e.g. providers that sleep like cloud ones).
 """
 import asyncio
 import logging
@@ -18,6 +20,26 @@ from .runtime.tools import runtime_tools
 log = logging.getLogger(__name__)
 
 
+def _parts(provider):
+    """A provider and the providers it is made of (a router's voices, a chain's members)."""
+    yield provider
+    for inner in list((getattr(provider, "voices", None) or {}).values()) + list(getattr(provider, "members", ())):
+        yield from _parts(inner)
+
+
+async def warm_up(provider):
+    """Load what a provider needs now; one that fails to load is logged and
+    loads again on first use, where its own fallback applies."""
+    for part in _parts(provider):
+        warm = getattr(part, "warm_up", None)
+        if warm is None:
+            continue
+        try:
+            await warm()
+        except Exception as e:
+            log.warning("could not preload %s: %s", type(part).__name__, e)
+
+
 class Services:
     def __init__(self, config, llm=None, asr=None, tts=None, vad=None):
         self.config = config
@@ -28,6 +50,11 @@ class Services:
         self.registry = Registry.load(config.get("apps", {}).get("registry"))
         self.sessions = set()
         self._server_tools = []
+
+    async def start(self):
+        """Preload every provider (the server calls this before it listens)."""
+        for provider in (self.vad, self.asr, self.tts, self.llm):
+            await warm_up(provider)
 
     @property
     def llm_configured(self):

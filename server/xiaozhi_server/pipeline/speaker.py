@@ -18,7 +18,7 @@ import logging
 import time
 
 from .. import protocol as proto
-from ..providers.workers import run_blocking
+from ..providers.workers import run_downstream
 from .emotion import strip_emoji
 from .opus import OpusEncoder
 from .pacer import Pacer
@@ -98,7 +98,8 @@ class Speaker:
             if last:
                 frames += reply.encoder.flush()
             return frames
-        return await run_blocking(work)
+        # Its own pool: a reply's frames never wait behind upstream decoding or ASR.
+        return await run_downstream(work)
 
     async def _produce(self, reply, sentences, queue):
         """Synthesize each sentence into ("start", text) ("frames", [..]) ("end", text) items."""

