@@ -95,8 +95,7 @@ class Device:
         self._end = asyncio.Event()
         self._button = Flag()
         self.dropped_frames = 0      # downstream Opus that arrived while not speaking
-        self._rpc_wait = {}          # our JSON-RPC request id -> [Event, reply]
-        self._tools_listed = asyncio.Event()  # the server has read our last tools/list page
+        self.tools_listed = asyncio.Event()  # the server has read our last tools/list page
         from app.entry import Entry
         self.entry = Entry(self)
 
@@ -220,6 +219,36 @@ class Device:
             elif await self._ensure_channel():
                 await self._start_listening()
 
+    # ---- what the entry side asks for (app/entry: boot task, hand-off) ----
+
+    async def connect(self):
+        """Open the channel unless it is open; False when the server cannot be reached."""
+        async with self._busy:
+            return await self._ensure_channel()
+
+    async def listen(self, connect=False):
+        """Listen unless a turn is under way (listening, speaking); with
+        connect, open the channel first if needed (the boot's default chat)."""
+        async with self._busy:
+            if connect and not await self._ensure_channel():
+                return
+            if self.channel.is_open() and not self.state.is_(proto.STATE_LISTENING, proto.STATE_SPEAKING):
+                await self._start_listening()
+
+    async def stop_all(self, reason):
+        """The one generic stop: the player, a reply in flight (abort with
+        reason), listening. True when a conversation was under way."""
+        talking = self.channel.is_open() and self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING)
+        self.player.stop()
+        if self.channel.is_open() and self.state.is_(proto.STATE_SPEAKING):
+            await self._abort(reason)
+        await self._stop_listening()
+        if self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
+            self.state.go(proto.STATE_IDLE)
+        return talking
+
+    # ---- inside the device ----
+
     async def _abort(self, reason):
         self._cancel_finish()
         await self.channel.send(proto.abort(self.channel.session_id, reason))
@@ -294,18 +323,13 @@ class Device:
             asyncio.create_task(self.channel.close())
 
     async def _on_mcp(self, payload):
-        if "method" not in payload:
-            slot = self._rpc_wait.get(payload.get("id"))
-            if slot is not None:  # the answer to our app/start_task
-                slot[1] = payload
-                slot[0].set()
-                return
+        # Answers to our own requests never come here: the channel takes them.
         reply = self.mcp.handle(payload)
         if reply is not None:
             await self.channel.send(proto.mcp(reply, self.channel.session_id))
             if payload.get("method") == "tools/list" and "result" in reply and \
                     "nextCursor" not in reply["result"]:
-                self._tools_listed.set()
+                self.tools_listed.set()
 
     def _on_tts(self, msg):
         st = msg["state"]
@@ -353,9 +377,7 @@ class Device:
         self.board.speaker.end_reply()
         self.player.resume_after_reply()
         self.state.go_idle()
-        self._tools_listed.clear()
-        for slot in self._rpc_wait.values():
-            slot[0].set()  # no answer will come: the waiter sees None
+        self.tools_listed.clear()
         self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
         if self.retry_attempts and self._retry is None and self.power.cause is None:

@@ -16,7 +16,6 @@ import nvs_store
 import proto
 from app.flag import Flag
 
-REC_CACHED = "mqtt_cmd"
 REC_PENDING = "pending"
 _ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/assets/commands.json")
 
@@ -45,6 +44,10 @@ def _load_commands(path):
 
 
 class Entry:
+    # The record of an immediate MQTT command kept until it has run (app/remote.py
+    # writes it): a power cut or an unreachable server leaves it for the next boot.
+    REC_CACHED = "mqtt_cmd"
+
     def __init__(self, device):
         self.dev = device
         b = device.board
@@ -55,8 +58,8 @@ class Entry:
         self._gateway = None
         self._commands = None
         self.remote = None        # the MQTT side (app/remote.py) when configured
-        self._late_acks = []      # (req_id, outcome) of cached commands run at boot
-        self._late_reports = []   # (event, message) said before MQTT was connected
+        self.late_acks = []      # (req_id, outcome) of cached commands run at boot
+        self.late_reports = []   # (event, message) said before MQTT was connected
         self._alarm_flag = Flag()
 
     # The gateway, the alarm table and the command words are loaded when
@@ -133,7 +136,7 @@ class Entry:
             forget("app.alarms")
         gc.collect()   # the resolver reads the schema table: room for its longest line
         from app import boot_resolver
-        t, why = boot_resolver.resolve(cause, self.records.get(REC_CACHED), self.records.get(REC_PENDING),
+        t, why = boot_resolver.resolve(cause, self.records.get(self.REC_CACHED), self.records.get(REC_PENDING),
                                        due)
         del boot_resolver
         forget("app.boot_resolver")   # runs once per boot
@@ -152,11 +155,11 @@ class Entry:
         out = await self.gateway.start_app_task(t["app_id"], t["task_id"], t["params"], t["source"],
                                                 t.get("alarm_id"))
         if why == "cached_mqtt":
-            cached = self.records.get(REC_CACHED) or {}
+            cached = self.records.get(self.REC_CACHED) or {}
             if out["code"] != proto.ACK_FAILED:
-                self.records.delete(REC_CACHED)
+                self.records.delete(self.REC_CACHED)
             if cached.get("req_id"):
-                self._late_acks.append((cached["req_id"], out))
+                self.late_acks.append((cached["req_id"], out))
         elif why == "alarm" and out["code"] != proto.ACK_ACCEPTED:
             await self.report("alarm_failed", "alarm %s: %s" % (t.get("alarm_id"), out["message"]))
         if out["code"] == proto.ACK_REFUSED:
@@ -166,10 +169,7 @@ class Entry:
     async def _default_chat(self):
         # The boot's default chat is no hand-off: the server opens every
         # session in chat and speaks first. Connect and listen, no gateway.
-        d = self.dev
-        async with d._busy:
-            if await d._ensure_channel():
-                await d._start_listening()
+        await self.dev.listen(connect=True)
 
     def start(self):
         rtc_int = self.dev.board.rtc_int
@@ -191,8 +191,8 @@ class Entry:
         if not self.remote.mqtt.connected:
             # Said at boot before the broker answered (an alarm's lesson that
             # failed): kept for the connect, a few at most.
-            if len(self._late_reports) < 4:
-                self._late_reports.append((event, message))
+            if len(self.late_reports) < 4:
+                self.late_reports.append((event, message))
             return
         await self.remote.report(event, message)
 

@@ -5,6 +5,7 @@
 #   ok = await ch.open(url, token, version)   # hello done, or False (logged)
 #   await ch.send(proto.listen(...))           # any built message
 #   await ch.send_audio(frame_buf, hs, n)      # hs header bytes + n Opus bytes
+#   reply = await ch.call(method, params, timeout_ms)  # our JSON-RPC request
 #
 # After hello the channel reads on its own task: text messages are checked
 # against the schema (unknown types and invalid messages are logged and
@@ -13,6 +14,9 @@
 # a memoryview valid only until the next frame. Any end of the connection
 # (close, reset, a protocol violation, 120 s of silence) calls on_closed
 # once. Sends are serialised by a lock so two tasks never interleave frames.
+# Our own JSON-RPC requests (ids from FIRST_CALL_ID up, far from the
+# server's) travel inside mcp messages; their answers are taken out here and
+# never reach on_json. A request still waiting when the channel ends gets None.
 import asyncio
 import gc
 
@@ -30,6 +34,7 @@ DEAD_AFTER_MS = const(120000)   # nothing received for this long: the link is de
 CONNECT_TIMEOUT_MS = const(10000)
 MAX_MESSAGE = const(8192)       # biggest message accepted (an mcp call, a subtitle)
 _RESERVE = const(9216)          # MAX_MESSAGE + room for the small allocations of a connect
+FIRST_CALL_ID = const(1000000)  # our request ids, far from the server's own
 
 _log = log.get("proto")
 
@@ -62,6 +67,8 @@ class Channel:
         self.close_reason = None
         self._reserve = None
         self._keep_block()
+        self._calls = {}                 # our request id -> [Event, reply]
+        self._call_id = FIRST_CALL_ID
 
     def _keep_block(self):
         gc.collect()
@@ -185,6 +192,12 @@ class Channel:
             else:
                 _log.warn("invalid message ignored: %s", e)
             return
+        if msg["type"] == "mcp" and "method" not in msg["payload"]:
+            slot = self._calls.get(msg["payload"].get("id"))
+            if slot is not None:   # the answer to our own request
+                slot[1] = msg["payload"]
+                slot[0].set()
+                return
         try:
             await self._on_json(msg)
         except Exception as e:  # one bad handler must not end the session
@@ -205,7 +218,7 @@ class Channel:
             if self._clock.ticks_diff(self._clock.ticks_ms(), self.last_rx) > DEAD_AFTER_MS:
                 _log.warn("nothing received for %d ms: closing", DEAD_AFTER_MS)
                 if self._conn is not None:
-                    self._conn._shutdown(ws.CLOSE_ABNORMAL, "dead link")
+                    self._conn.shutdown(ws.CLOSE_ABNORMAL, "dead link")
                 return
 
     async def _drop(self, reason):
@@ -215,11 +228,13 @@ class Channel:
         try:
             await conn.close(ws.CLOSE_NORMAL, "")  # also finishes a hang-up already begun
         except Exception:
-            conn._shutdown(ws.CLOSE_ABNORMAL)
+            conn.shutdown(ws.CLOSE_ABNORMAL)
         self.close_reason = reason
         conn = None
         self._keep_block()  # the old receive buffer's block, for the next connect
         _log.info("channel closed: %s", reason)
+        for slot in self._calls.values():
+            slot[0].set()   # no answer will come: the caller sees None
         if self._reader is None and self.server_hello is not None:
             self.server_hello = None
             self._on_closed(reason)
@@ -273,3 +288,21 @@ class Channel:
         except (ws.WSError, OSError) as e:
             _log.warn("audio send failed: %s", e)
             return False
+
+    # ---- our JSON-RPC requests ----
+
+    async def call(self, method, params, timeout_ms):
+        """Send a JSON-RPC request in an mcp message and return the server's
+        reply payload, or None when the channel ended before it came.
+        asyncio.TimeoutError after timeout_ms (real time)."""
+        self._call_id += 1
+        rid = self._call_id
+        slot = [asyncio.Event(), None]
+        self._calls[rid] = slot
+        try:
+            if not await self.send(proto.mcp(proto.rpc_request(rid, method, params), self.session_id)):
+                return None
+            await asyncio.wait_for(slot[0].wait(), timeout_ms / 1000)
+        finally:
+            self._calls.pop(rid, None)
+        return slot[1]

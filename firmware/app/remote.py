@@ -11,7 +11,6 @@ import asyncio
 import mqtt
 import proto
 from app import control as control_mod, gateway
-from app.entry import REC_CACHED
 
 try:
     from micropython import const
@@ -76,11 +75,11 @@ class Remote:
     async def _on_connect(self):
         self.dev.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)
         await self.report("online")
-        acks, self.entry._late_acks = self.entry._late_acks, []
+        e = self.entry
+        acks, reports, e.late_acks, e.late_reports = e.late_acks, e.late_reports, [], []
         for rid, out in acks:
             await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
                                    out["reason"])
-        reports, self.entry._late_reports = self.entry._late_reports, []
         for event, message in reports:
             await self.report(event, message)
 
@@ -108,14 +107,15 @@ class Remote:
         if verdict == gateway.REFUSE:
             return proto.ACK_REFUSED, "busy", why
         # Kept until it has run: a power cut or an unreachable server leaves
-        # it for the next boot (boot resolution, first rule).
-        self.entry.records.put(REC_CACHED, {"req_id": req["header"]["req_id"], "app_id": p["app_id"],
-                                      "task_id": p["task_id"], "params": p.get("params") or {}})
+        # it for the next boot (boot order, rule 1).
+        self.entry.records.put(self.entry.REC_CACHED, {
+            "req_id": req["header"]["req_id"], "app_id": p["app_id"], "task_id": p["task_id"],
+            "params": p.get("params") or {}})
         out = await self.gateway.start_app_task(p["app_id"], p["task_id"], p.get("params") or {},
                                                 proto.SOURCE_MQTT_IMMEDIATE)
         if out["code"] == proto.ACK_FAILED:
             return out["code"], out["reason"], out["message"] + "; kept for the next boot"
-        self.entry.records.delete(REC_CACHED)
+        self.entry.records.delete(self.entry.REC_CACHED)
         return out["code"], out["reason"], out["message"]
 
     async def _set_alarm(self, req):

@@ -139,14 +139,14 @@ async def connect(url, headers=None, timeout_ms=10000, max_size=DEFAULT_MAX_SIZE
         await _wait_ms(conn._open(secure, host, port, path, headers,
                                   ssl_context, server_hostname), timeout_ms)
     except asyncio.TimeoutError:
-        conn._shutdown(CLOSE_ABNORMAL)
+        conn.shutdown(CLOSE_ABNORMAL)
         raise HandshakeError(0, "handshake with %s timed out after %d ms" % (url, timeout_ms))
     except (OSError, ValueError) as e:
         # ValueError: MicroPython's ssl reports a certificate it rejects so
-        conn._shutdown(CLOSE_ABNORMAL)
+        conn.shutdown(CLOSE_ABNORMAL)
         raise HandshakeError(0, "cannot connect to %s: %s" % (url, str(e).strip()))
     except BaseException:
-        conn._shutdown(CLOSE_ABNORMAL)
+        conn.shutdown(CLOSE_ABNORMAL)
         raise
     return conn
 
@@ -294,7 +294,7 @@ class WebSocket:
                     off += k
                 await self._writer.drain()
             except OSError as e:
-                self._shutdown(CLOSE_ABNORMAL)
+                self.shutdown(CLOSE_ABNORMAL)
                 raise ConnectionClosed("send failed: %s" % e)
 
     # ---- sending ----
@@ -329,10 +329,10 @@ class WebSocket:
         try:
             return await self._recv()
         except EOFError:
-            self._shutdown(CLOSE_ABNORMAL, "connection lost")
+            self.shutdown(CLOSE_ABNORMAL, "connection lost")
             return CLOSE, (CLOSE_ABNORMAL, "connection lost")
         except OSError as e:
-            self._shutdown(CLOSE_ABNORMAL, str(e))
+            self.shutdown(CLOSE_ABNORMAL, str(e))
             return CLOSE, (CLOSE_ABNORMAL, str(e))
         finally:
             self._reading = False
@@ -346,7 +346,7 @@ class WebSocket:
             await _wait_ms(self._discard_until_eof(), 1000)
         except (asyncio.TimeoutError, OSError, EOFError):
             pass
-        self._shutdown(code, message)
+        self.shutdown(code, message)
         raise exc(code, message)
 
     async def _discard_until_eof(self):
@@ -432,7 +432,7 @@ class WebSocket:
                 reason = ""
         # Answer the peer's close with the same code (RFC 6455 5.5.1).
         await self._send_close(CLOSE_NORMAL if code == CLOSE_NO_STATUS else code, "")
-        self._shutdown(code, reason)
+        self.shutdown(code, reason)
         return code, reason
 
     # ---- closing ----
@@ -448,7 +448,7 @@ class WebSocket:
                 await _wait_ms(self._await_close(), timeout_ms)
             except asyncio.TimeoutError:
                 pass
-            self._shutdown(code, reason)
+            self.shutdown(code, reason)
         await self._hang_up()
 
     async def _hang_up(self):
@@ -472,7 +472,9 @@ class WebSocket:
             except WSError:
                 return
 
-    def _shutdown(self, code, reason=""):
+    def shutdown(self, code, reason=""):
+        """Drop the connection now, without the closing handshake (a dead
+        link, a failed connect); close() may still finish the hang-up."""
         if not self.closed:
             self.closed = True
             self.close_code = code
