@@ -8,9 +8,11 @@
 # caller preallocates once and slices a memoryview per frame. Backends:
 #   board (ESP32-S3): the `xzaudio` C module (codec runs in its own FreeRTOS
 #     task with a large stack); also AudioIn / AudioOut / Mp3Player below.
+#   MicroPython unix port built by `make micropython`: the same C module,
+#     Encoder/Decoder only unless it was built with the board's I/O.
 #   CPython host: opuslib over Debian libopus0, same settings, same bytes.
-#   MicroPython unix port: no Opus at all. The module still imports;
-#     OPUS_AVAILABLE is False and constructing a codec raises
+#   Any other MicroPython (pip's unix port): no Opus at all. The module
+#     still imports; OPUS_AVAILABLE is False and constructing a codec raises
 #     OpusUnavailable, so the simulator uses pre-encoded Opus frames there.
 # Upstream settings (xiaozhi protocol): mono, VOIP, VBR, DTX, complexity 0.
 from mp3info import mp3_duration_ms, mp3_info  # noqa: F401  re-exported
@@ -117,8 +119,8 @@ class Decoder:
         return n
 
 
-if _c is not None:
-    # Board only. Each object is a non-blocking stream the asyncio core can
+if hasattr(_c, "AudioIn"):
+    # Builds with the audio engine (XZ_HAVE_IO) only. Each object is a non-blocking stream the asyncio core can
     # poll, so awaiting audio never blocks the MicroPython task.
     import asyncio
 

@@ -12,8 +12,15 @@ class MissingTool(RuntimeError):
     pass
 
 
+# `make micropython`: the unix port with xzaudio, 32-bit like the board.
+MICROPYTHON_BUILD = ROOT / "build/micropython/unix32/micropython"
+
+
 def tool(name):
-    """Path of a command from the project venv, else from PATH."""
+    """Path of a command from the project venv, else from PATH. For
+    micropython, the project's own 32-bit build when it was built."""
+    if name == "micropython" and MICROPYTHON_BUILD.exists():
+        return str(MICROPYTHON_BUILD)
     p = VENV_BIN / name
     if p.exists():
         return str(p)
