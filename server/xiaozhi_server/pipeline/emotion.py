@@ -14,7 +14,7 @@ EMOJI_EMOTION = {
     "😌": "relaxed", "🤤": "delicious", "😋": "delicious", "😘": "kissy", "😏": "confident",
     "💪": "confident", "😴": "sleepy", "😪": "sleepy", "🤨": "confused", "😕": "confused",
 }
-EMOTION_EMOJI = {}
+EMOTION_EMOJI: dict[str, str] = {}
 for _e, _name in EMOJI_EMOTION.items():
     EMOTION_EMOJI.setdefault(_name, _e)
 assert set(EMOTION_EMOJI) <= set(proto.EMOTIONS)

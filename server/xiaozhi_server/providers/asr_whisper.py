@@ -13,7 +13,7 @@ import threading
 from .registry import register
 from .workers import run_blocking
 
-_models = {}
+_models: dict = {}
 _models_lock = threading.Lock()
 
 

@@ -27,7 +27,7 @@ _BUILTIN_MODULES = (
     "llm_none",
 )
 
-_registry = {kind: {} for kind in KINDS}
+_registry: dict[str, dict[str, type]] = {kind: {} for kind in KINDS}
 _builtins_loaded = False
 
 

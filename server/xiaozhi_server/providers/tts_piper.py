@@ -12,7 +12,7 @@ from .registry import register
 from .tts_base import TtsProvider
 from .workers import run_blocking
 
-_voices = {}
+_voices: dict = {}
 _voices_lock = threading.Lock()
 
 

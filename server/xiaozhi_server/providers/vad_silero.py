@@ -29,7 +29,7 @@ from .registry import register
 
 STATE_SHAPE = (2, 1, 128)
 
-_shared = {}             # sample rate -> (model, batcher): one per process
+_shared: dict = {}       # sample rate -> (model, batcher): one per process
 _shared_lock = threading.Lock()
 
 

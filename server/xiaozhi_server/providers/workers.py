@@ -19,7 +19,7 @@ import concurrent.futures
 import functools
 import os
 
-_pools = {}
+_pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 
 
 def _workers(kind):
