@@ -1,5 +1,3 @@
-"""Makes tests/testkit importable from every test folder."""
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+"""The test tree's root. tests/ (for testkit) and tools/ (for simkit) are
+on the import path through pyproject.toml's pytest `pythonpath`, so no test
+folder adds another's path."""

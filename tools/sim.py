@@ -23,7 +23,7 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from simkit import alarm_clock, mic_input, provision, replies  # noqa: E402
+from simkit import alarm_clock, console, mic_input, provision, replies  # noqa: E402
 from simkit.firmware_child import FirmwareChild  # noqa: E402
 from simkit.pty_port import PtyPort  # noqa: E402
 from simkit.text_console import describe  # noqa: E402
@@ -193,13 +193,8 @@ class Sim:
                 self._firmware_line(val)
 
     def _firmware_line(self, text):
-        ev = None
-        if text.startswith("{"):
-            try:
-                ev = json.loads(text)
-            except ValueError:
-                ev = None
-        if not isinstance(ev, dict) or "event" not in ev:
+        ev = console.parse(text)
+        if ev is None:
             self.log(text)
             return
         if ev["event"] == "state":

@@ -1,18 +1,19 @@
 """tools/sim.py on a pseudo-terminal, as the HIL suite's board.
 
-    board = SimBoard(state_dir, ws_url).start()   # waits for the pty
+    board = SimBoard(state_dir, ws_url).start()   # waits for the pty event
     board.port                                    # /dev/pts/N for a serial DUT
     board.stop()
 
-The sim's own stdout/stderr go to STATE/../sim.log (kept for failures).
+The sim's stdout/stderr are read into a ConsoleLog (board.log) and copied
+to STATE/../sim.log (kept for failures).
 """
-import json
 import os
 import subprocess
 import sys
-import time
 
+from simkit.console import pump
 from testkit import ROOT
+from testkit.console_log import ConsoleLog
 
 
 class SimBoard:
@@ -21,37 +22,30 @@ class SimBoard:
         self.args = [sys.executable, "tools/sim.py", "--pty", "--json", "--state", self.state_dir,
                      "--server", server_url, *extra]
         self.log_path = os.path.join(os.path.dirname(self.state_dir.rstrip("/")), "sim.log")
+        self.log = ConsoleLog("the simulator")
         self.proc = None
         self.port = None
 
     def start(self, timeout=20):
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._log,
+        self.proc = subprocess.Popen(self.args, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for ev in self.events():
-                if ev.get("event") == "pty":
-                    self.port = ev["path"]
-                    return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("the simulator gave no pty; its output:\n" + self.output())
+        out = open(self.log_path, "w", encoding="utf-8")
 
-    def output(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def events(self):
-        out = []
-        for line in self.output().splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
+        def on_line(text):
+            if text is None:
+                out.close()
+                self.log.end()
+                return
+            out.write(text + "\n")
+            out.flush()
+            self.log.feed(text)
+        pump(self.proc.stdout, on_line)
+        try:
+            self.port = self.log.wait("pty", timeout)["path"]
+        except AssertionError as e:
+            self.stop()
+            raise RuntimeError("the simulator gave no pty: %s" % e) from None
+        return self
 
     def wait_exit(self, timeout=20):
         return self.proc.wait(timeout)
@@ -64,5 +58,3 @@ class SimBoard:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc is not None:
-            self._log.close()

@@ -1,7 +1,7 @@
 """The real firmware (firmware/main.py) as a child process on the host HAL.
 
     fw = FirmwareChild(root, state_dir, micropython=False, speed=1, advance=0)
-    fw.start(on_line)        # on_line(text) from a reader thread, None at exit
+    fw.start(on_line)        # on_line(text) from a reader thread (simkit/console.py), None at exit
     fw.send("wake")          # one console line
     fw.power_cut()           # SIGKILL: storage stays as it was, like pulling the plug
 
@@ -12,7 +12,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
+
+from simkit import console
 
 HEAP = "256K"
 
@@ -70,13 +71,13 @@ class FirmwareChild:
         self.proc = subprocess.Popen(self.argv(), cwd=self.root, env=self.env(), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      preexec_fn=_die_with_parent)
-        threading.Thread(target=self._pump, args=(self.proc, on_line), daemon=True).start()
+        proc = self.proc
 
-    def _pump(self, proc, on_line):
-        for raw in proc.stdout:
-            on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        proc.wait()
-        on_line(None)
+        def line(text):
+            if text is None:
+                proc.wait()   # the end is reported with the exit status ready
+            on_line(text)
+        console.pump(proc.stdout, line)
 
     def send(self, line):
         if self.proc is None or self.proc.poll() is not None:

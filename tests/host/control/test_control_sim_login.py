@@ -1,13 +1,8 @@
 """`make run` then `make sim --mqtt` out of the box: the simulator asks the
 server it boots against for the board's broker login (the server's broker
 refuses anonymous clients), and the board takes a parents' command."""
-import sys
-
-from testkit import ROOT
+from testkit.sim_process import SimProcess
 from xiaozhi_server import protocol as proto
-
-sys.path.insert(0, str(ROOT / "tests/host/sim"))
-from sim_proc import SimProcess  # noqa: E402
 
 BOARD = "02:00:00:00:5e:01"
 

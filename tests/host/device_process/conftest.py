@@ -1,8 +1,6 @@
-import asyncio
-
 import pytest
 
-from firmware_proc import FirmwareProcess, prepare_state
+from testkit.firmware_process import FirmwareProcess, prepare_state
 
 INTERPRETERS = ["micropython", "cpython"]
 
@@ -29,10 +27,4 @@ async def launch(tmp_path, interp):
 
     yield start
     for fw in procs:
-        if fw.proc.returncode is None:
-            fw.proc.kill()
-        await fw.proc.wait()
-        fw.proc.stdin.close()
-        for r in fw._readers:
-            r.cancel()
-    await asyncio.sleep(0.01)  # let the pipes' transports close inside the loop
+        await fw.close()

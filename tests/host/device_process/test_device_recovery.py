@@ -1,7 +1,6 @@
 """Recovery to idle and a fresh connection on the next wake word, with the
 firmware as a real process against a scripted wire-protocol server."""
 import asyncio
-import time
 
 import pytest
 
@@ -20,7 +19,7 @@ async def _connected(srv):
 
 
 async def _wake_reconnects(srv, fw):
-    since = time.monotonic()
+    since = fw.mark()
     await fw.send("wake 你好小智")
     conn = await _connected(srv)
     await conn.wait_json("listen", state="detect", text="你好小智")
@@ -32,7 +31,7 @@ async def test_garbage_frame_drops_to_idle_and_wake_reconnects(launch):
     async with WireServer() as srv:
         fw = await launch(srv, speed=4)
         conn = await _connected(srv)
-        since = time.monotonic()
+        since = fw.mark()
         await conn.send_json({"type": "tts", "state": "bogus"})   # invalid text: ignored
         await conn.send_garbage_frame()                           # broken framing: fatal
         await fw.wait_event("state", state="idle", since=since)
@@ -50,7 +49,7 @@ async def test_server_closing_mid_tts_drops_to_idle_and_wake_reconnects(launch):
         for f in opus_reply(3):
             await conn.send_audio(f)
         await fw.wait_event("state", state="speaking")
-        since = time.monotonic()
+        since = fw.mark()
         await conn.close(1001, "going away")
         await fw.wait_event("state", state="idle", since=since)
         await _wake_reconnects(srv, fw)
@@ -66,7 +65,7 @@ async def test_server_that_never_answers_hello_gives_idle_then_wake_reconnects(l
         first = await srv.next_attempt()
         await first.wait_json("hello", timeout=15)
         assert not fw.find("error", message="cannot reach the server")   # still waiting for us
-        since = time.monotonic()
+        since = fw.mark()
         await fw.send("warp %d" % (proto.HELLO_TIMEOUT_MS // 1000 + 1))
         await fw.wait_event("error", message="cannot reach the server", since=since)
         await fw.wait_event("state", state="idle", since=since)

@@ -3,7 +3,6 @@ heap, and CPython) on the simulated board, against a scripted server that
 speaks the wire protocol over a real WebSocket."""
 import asyncio
 import json
-import sys
 
 import opuslib
 import pytest

@@ -4,19 +4,15 @@ scripted OpenAI-compatible model, and the firmware as a real process on the
 simulated board (CPython and the MicroPython unix port with its 256 KB heap)."""
 import asyncio
 import contextlib
-import sys
 
 import aiohttp
 import pytest
 
-from testkit import ROOT
 from testkit.control_api import Api, control_config
 from testkit.fake_llm import FakeLLM
 from xiaozhi_server.server import XiaozhiServer
 
-sys.path.insert(0, str(ROOT / "tests/host/firmware_app"))   # firmware_proc
-
-from entry_rig import OPENER, Rig  # noqa: E402
+from entry_rig import OPENER, Rig
 
 
 @pytest.fixture

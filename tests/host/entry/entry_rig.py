@@ -16,7 +16,7 @@ import time
 import aiomqtt
 import pytest
 
-from firmware_proc import FirmwareProcess, prepare_state
+from testkit.firmware_process import FirmwareProcess, prepare_state
 from testkit import ROOT
 from testkit.control_api import eventually
 from xiaozhi_server import protocol as proto
@@ -148,12 +148,7 @@ class Rig:
 
     async def close(self):
         for fw in self.procs:
-            if fw.proc.returncode is None:
-                fw.proc.kill()
-            await fw.proc.wait()
-            fw.proc.stdin.close()
-            for r in fw._readers:
-                r.cancel()
+            await fw.close()
         if self.mqtt is not None:
             await self.mqtt.close()
 

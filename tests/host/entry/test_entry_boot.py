@@ -27,12 +27,9 @@ async def power_off(rig, fw):
 
 def before(fw, event, **fields):
     """The events that came before the first matching one."""
-    out = []
-    for _, e in fw.events:
-        if e.get("event") == event and all(e.get(k) == v for k, v in fields.items()):
-            return out
-        out.append(e)
-    raise AssertionError("no %s %r" % (event, fields))
+    i = fw.log.index(event, **fields)
+    assert i is not None, "no %s %r" % (event, fields)
+    return fw.events[:i]
 
 
 @pytest.mark.parametrize("interp", ["cpython", UNIX_PORT])

@@ -4,17 +4,12 @@ reads the saved chip registers with the HAL's model, like --wake-on-alarm):
 the chip's day-of-month match must not wake the board into the lesson a
 month early. Every early wake goes straight back to standby; the lesson
 plays on its date."""
-import sys
-
 import pytest
 
-from testkit import ROOT
-from testkit.control_api import eventually
 from entry_rig import LESSONS
+from simkit import alarm_clock
+from testkit.control_api import eventually
 from xiaozhi_server import protocol as proto
-
-sys.path.insert(0, str(ROOT / "tools"))
-from simkit import alarm_clock  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -6,7 +6,7 @@ Real firmware process, scripted server over a real WebSocket."""
 import pytest
 
 from entry_rig import LESSONS, write_record
-from firmware_proc import FirmwareProcess, prepare_state
+from testkit.firmware_process import FirmwareProcess, prepare_state
 from testkit.control_api import eventually
 from testkit.wire_server import WireServer
 from xiaozhi_server import protocol as proto

@@ -17,10 +17,10 @@ MISSING = {"app_id": "english_learning", "task_id": "repeater", "params": {"name
 
 async def not_locked_out(rig, fw):
     """A wake word and a button each open a turn; nothing is refused as busy."""
-    since = fw.events[-1][0]
+    since = fw.mark()
     await fw.send("wake")
     await fw.wait_event("state", state="listening", since=since)
-    since = fw.events[-1][0]
+    since = fw.mark()
     await fw.send("button")       # listening: the button ends the turn
     await fw.wait_event("state", state="idle", since=since)
     await fw.send("button")       # idle: the button opens a turn

@@ -43,7 +43,7 @@ async def test_power_cut_during_pending_writes_leaves_old_or_new(rig):
                 await rig.mqtt.publish_raw(data, proto.TOPIC_CMD_CTL)
                 sent += 1
         sender = asyncio.create_task(send_all())
-        await fw.wait_event("alarm", what="set", since=fw.events[-1][0])
+        await fw.wait_event("alarm", what="set", since=fw.mark())
         await asyncio.sleep(delay)
         fw.proc.send_signal(signal.SIGKILL)
         await fw.proc.wait()

@@ -11,7 +11,7 @@ from websockets.asyncio.server import serve
 
 from testkit import ROOT, firmware_env, tool
 
-DRIVER = str(ROOT / "tests/host/firmware/ws_driver.py")
+DRIVER = str(ROOT / "tests/host/firmware_drivers/ws_driver.py")
 INTERPRETERS = ["micropython", "cpython"]
 
 

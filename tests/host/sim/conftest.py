@@ -1,9 +1,7 @@
-import asyncio
-
 import pytest
 
 from testkit.server import fake_llm, start_server  # noqa: F401
-from sim_proc import SimProcess
+from testkit.sim_process import SimProcess
 
 
 @pytest.fixture
@@ -19,4 +17,3 @@ async def run_sim():
     yield start
     for s in sims:
         await s.close()
-    await asyncio.sleep(0.01)

@@ -2,15 +2,13 @@
 of the simulator sees on its console (JSON lines, each a valid sim.event),
 the reply WAVs it writes, and how it ends."""
 import asyncio
-import json
-import os
 import sys
-import time
 
 import pytest
-import serial
 
+from simkit import use_host_hal
 from testkit import ROOT, audio
+from testkit.consoles import PtyConsole
 from testkit.server import server_config
 from xiaozhi_server import protocol as proto
 
@@ -31,7 +29,7 @@ async def boot_to_opener(sim):
     await sim.wait_event("boot", wake_cause="power_on")
     opener = await sim.wait_event("subtitle", role="assistant", timeout=30)
     reply = await sim.wait_event("reply", timeout=30)
-    await sim.wait_event("state", state="listening", after=sim.events.index(reply))
+    await sim.wait_event("state", state="listening", since=sim.events.index(reply))
     return opener, reply
 
 
@@ -47,11 +45,11 @@ async def test_opener_heard_then_a_spoken_question_answered(fake_llm, start_serv
     assert reply["wav"].startswith(str(tmp_path / "state" / "speaker")) and seconds > 0.5 and speech > 0.3
     mark = len(sim.events)
     await sim.send("say What is your name?")
-    heard = await sim.wait_event("subtitle", role="user", after=mark, timeout=40)
+    heard = await sim.wait_event("subtitle", role="user", since=mark, timeout=40)
     assert "name" in heard["text"].lower()
-    answer = await sim.wait_event("subtitle", role="assistant", after=mark, timeout=30)
+    answer = await sim.wait_event("subtitle", role="assistant", since=mark, timeout=30)
     assert "little friend" in answer["text"]
-    second = await sim.wait_event("reply", after=mark, timeout=30)
+    second = await sim.wait_event("reply", since=mark, timeout=30)
     assert second["index"] == reply["index"] + 1 and voiced(second["wav"])[1] > 0.3
     await sim.send("quit")
     assert await sim.wait_exit() == 0
@@ -87,23 +85,20 @@ def arm_rtc_alarm(state, in_seconds):
     through the HAL's I2C bus (the state dir keeps records and registers).
     The board derives the chip from that table at every boot, so an alarm
     written to the chip alone would be cleared as stale."""
-    sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "firmware/lib")]
-    try:
-        from hal.host.board import HostBoard
-        from ds3231 import DS3231
-        from nvs_store import RecordStore
-        from app.alarms import Alarms
-        board = HostBoard(str(state))
-        rtc = DS3231(board.i2c)
-        now = board.clock.time()
-        rtc.set_time(now)
-        alarms = Alarms(rtc, RecordStore(board.nvs("xzalarms"), 2048), 0,
-                        pending_store=RecordStore(board.nvs("xiaozhi")))
-        chat = {"app_id": proto.DEFAULT_APP_ID, "task_id": proto.DEFAULT_TASK_ID, "params": {}}
-        assert alarms.set({"alarm_id": "sim", "at": now + in_seconds, "pending_task": chat}, now) is None
-        board.stop()
-    finally:
-        del sys.path[:2]
+    use_host_hal()   # the simulator's own way to the board's code
+    from hal.host.board import HostBoard
+    from ds3231 import DS3231
+    from nvs_store import RecordStore
+    from app.entry.alarms import Alarms
+    board = HostBoard(str(state))
+    rtc = DS3231(board.i2c)
+    now = board.clock.time()
+    rtc.set_time(now)
+    alarms = Alarms(rtc, RecordStore(board.nvs("xzalarms"), 2048), 0,
+                    pending_store=RecordStore(board.nvs("xiaozhi")))
+    chat = {"app_id": proto.DEFAULT_APP_ID, "task_id": proto.DEFAULT_TASK_ID, "params": {}}
+    assert alarms.set({"alarm_id": "sim", "at": now + in_seconds, "pending_task": chat}, now) is None
+    board.stop()
 
 
 async def test_wake_on_alarm_sleeps_until_the_rtc_alarm_and_boots_again(fake_llm, start_server, run_sim, tmp_path):
@@ -118,7 +113,7 @@ async def test_wake_on_alarm_sleeps_until_the_rtc_alarm_and_boots_again(fake_llm
     await sim.wait_event("standby", cause="power_off", timeout=40)
     sleep = await sim.wait_event("sleep", timeout=10)
     assert 500 < sleep["seconds"] <= 600   # the alarm set above, minus the time the board was up
-    boot = await sim.wait_event("boot", after=sim.events.index(sleep))
+    boot = await sim.wait_event("boot", since=sim.events.index(sleep))
     assert boot["wake_cause"] == "alarm"
     await sim.send("quit")
     assert await sim.wait_exit() == 0
@@ -128,7 +123,7 @@ async def test_wake_on_alarm_sleeps_until_the_rtc_alarm_and_boots_again(fake_llm
 async def test_power_cut_ends_without_standby(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
     await sim.wait_event("error", message="cannot reach the server")
-    await sim.wait_event("state", state="idle", after=2)
+    await sim.wait_event("state", state="idle", since=2)
     await sim.send("power_cut")
     assert await sim.wait_exit() == 0
     assert sim.events[-1] == {"event": "exit", "reason": "power_cut", "code": 0}
@@ -137,7 +132,7 @@ async def test_power_cut_ends_without_standby(run_sim, tmp_path):
 
 async def test_console_commands_answer_as_events(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
-    await sim.wait_event("state", state="idle", after=2)
+    await sim.wait_event("state", state="idle", since=2)
     await sim.send("status")
     st = await sim.wait_event("status")
     before = sim.events[:sim.events.index(st)]
@@ -148,7 +143,7 @@ async def test_console_commands_answer_as_events(run_sim, tmp_path):
     await sim.send("warp 90")
     assert (await sim.wait_event("warp"))["seconds"] == 90
     await sim.send("mic /no/such.wav")
-    err = await sim.wait_event("error", after=len(sim.events) - 1)
+    err = await sim.wait_event("error", since=len(sim.events) - 1)
     assert "/no/such.wav" in err["message"]
     await sim.send("quit")
     assert await sim.wait_exit() == 0
@@ -158,17 +153,11 @@ async def test_console_commands_answer_as_events(run_sim, tmp_path):
 async def test_the_console_on_a_pty(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--pty", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
     path = (await sim.wait_event("pty"))["path"]
-    await sim.wait_event("state", state="idle", after=2)
-    port = serial.serial_for_url(path, baudrate=115200, timeout=0.2)
+    await sim.wait_event("state", state="idle", since=2)
+    port = PtyConsole(path)
     try:
-        port.write(b"status\r\n")
-        got, deadline = [], time.monotonic() + 10
-        while time.monotonic() < deadline:
-            line = await asyncio.to_thread(port.readline)
-            if line.startswith(b"{") and json.loads(line)["event"] == "status":
-                got.append(json.loads(line))
-                break
-        assert got and got[0]["player"] == "idle"
+        port.send("status")
+        assert (await port.log.wait_async("status", timeout=10))["player"] == "idle"
     finally:
         port.close()
     await sim.send("quit")
