@@ -1,6 +1,7 @@
 """The board's entry channels: an alarm set from the parents' app wakes the
 board from standby into its pending lesson, and a parents' MQTT command
-preempts a lesson started by voice (DESIGN 1: mqtt_immediate 3 > voice 1)."""
+preempts a lesson started by voice (docs/runtime.md, start_app_task:
+mqtt_immediate 3 > voice 1)."""
 import time
 
 import pytest

@@ -1,5 +1,6 @@
-"""The priority table of DESIGN §1, over the wire: for every pair of
-sources, a second task request preempts, replaces or is refused."""
+"""The priority table (docs/runtime.md, start_app_task), over the wire:
+for every pair of sources, a second task request preempts, replaces or is
+refused."""
 import itertools
 
 import pytest
