@@ -220,7 +220,10 @@ class Plan:
         if not (mpy / "ports" / "esp32" / "Makefile").exists():
             self.problems.append("MICROPY_DIR=%s is not a MicroPython checkout: %s" % (mpy, MPY_HELP))
             return
-        manifest = mpy / "ports" / "esp32" / "main_esp32s3" / "idf_component.yml"
+        # MicroPython >= 1.24 has one main component; older ones one per chip.
+        manifest = mpy / "ports" / "esp32" / "main" / "idf_component.yml"
+        if not manifest.exists():
+            manifest = mpy / "ports" / "esp32" / "main_esp32s3" / "idf_component.yml"
         text = manifest.read_text() if manifest.exists() else ""
         missing = [d for d in XZAUDIO_DEPS if d not in text]
         if missing:

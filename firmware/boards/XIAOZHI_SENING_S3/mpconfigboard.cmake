@@ -11,11 +11,11 @@ get_filename_component(XIAOZHI_PARTITIONS ${CMAKE_CURRENT_LIST_DIR}/../../partit
 file(WRITE ${CMAKE_BINARY_DIR}/sdkconfig.xiaozhi_partitions
     "CONFIG_PARTITION_TABLE_CUSTOM=y\nCONFIG_PARTITION_TABLE_CUSTOM_FILENAME=\"${XIAOZHI_PARTITIONS}\"\n")
 
-# Later files override earlier ones, so the generic S3 settings come first.
+# Later files override earlier ones, so the generic S3 settings come first:
+# MicroPython v1.28.0's ESP32_GENERIC_S3 list plus its SPIRAM_OCT variant
+# (tools/check_esp32_glue.py reads this list and fails on a missing file).
 set(SDKCONFIG_DEFAULTS
     boards/sdkconfig.base
-    ${SDKCONFIG_IDF_VERSION_SPECIFIC}
-    boards/sdkconfig.usb
     boards/sdkconfig.ble
     boards/sdkconfig.spiram_sx
     boards/ESP32_GENERIC_S3/sdkconfig.board

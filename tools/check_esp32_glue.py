@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Compiles xzaudio's board-only C against real ESP-IDF and component
+headers: esp32/*.c and core/*.c against ESP-IDF (esp32s3, sdkconfig from
+the real Kconfig tree), 78/esp-opus and espressif/esp_audio_codec, and with
+--micropython also mod_xzaudio.c and mod_xzaudio_io.c (XZ_HAVE_IO=1)
+against MicroPython's ports/esp32 headers and our board's mpconfigboard.h.
+Host gcc -m32 -fsyntax-only, with the exact flags ESP-IDF's CMake gives
+(tools/esp32glue/idfproject.py says why and what that leaves out).
+
+    tools/check_esp32_glue.py --idf ~/esp-idf --esp-opus ~/esp-opus \\
+        --esp-audio-codec ~/esp-adf-libs/esp_audio_codec --micropython ~/micropython
+
+Each source is a folder, GITDIR@REF[:SUBDIR] or a tarball
+(tools/esp32glue/sources.py); environment: XZ_IDF_SRC, XZ_ESP_OPUS_SRC,
+XZ_ESP_AUDIO_CODEC_SRC, MICROPY_SRC. Exit status 0 only when every file
+compiled with no error and no warning; 2 when something to compile against
+is missing. docs/cmodule.md, "Compiling the board glue".
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from esp32glue import idfproject, mpgen, newlib, sources  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+XZ = ROOT / "firmware" / "cmodules" / "xzaudio"
+BOARD = ROOT / "firmware" / "boards" / "XIAOZHI_SENING_S3"
+IDF_PATHS = ["CMakeLists.txt", "Kconfig", "sdkconfig.rename", ".gitmodules", "components",
+             "tools/cmake", "tools/kconfig_new", "tools/requirements", "tools/tools.json"]
+# esp-idf-kconfig the v5.4 series is built with (its constraints file).
+KCONFGEN_REQ = "esp-idf-kconfig>=2.3,<3"
+# What the glue itself includes, besides the component's own requirements.
+IDF_REQUIRES = ["esp_driver_i2s", "esp_psram", "freertos", "heap", "newlib", "78__esp-opus",
+                "espressif__esp_audio_codec"]
+# Headers MicroPython's mpconfigport.h / mphalport.h include.
+MP_REQUIRES = ["esp_driver_gpio", "esp_driver_spi", "esp_mm", "esp_timer"]
+NO_SPIRAM_DEFAULTS = "CONFIG_SPIRAM=y\nCONFIG_SPIRAM_MODE_OCT=y\nCONFIG_SPIRAM_SPEED_80M=y\n"
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    build = Path(a.build).resolve()
+    build.mkdir(parents=True, exist_ok=True)
+    for name, spec in (("--idf", a.idf), ("--esp-opus", a.esp_opus),
+                       ("--esp-audio-codec", a.esp_audio_codec), ("--newlib", a.newlib)):
+        if not spec:
+            return fail(2, "%s is not given (option or environment variable, see --help)" % name)
+    try:
+        idf = sources.get(a.idf, build / "src" / "esp-idf", IDF_PATHS)
+        opus = sources.get(a.esp_opus, build / "src" / "esp-opus")
+        codec = sources.get(a.esp_audio_codec, build / "src" / "esp_audio_codec")
+        nl = sources.get(a.newlib, build / "src" / "newlib", ["newlib"])
+        mp = sources.get(a.micropython, build / "src" / "micropython") if a.micropython else None
+    except sources.SourceError as e:
+        return fail(2, str(e))
+    print("ESP-IDF:          %s, %s" % (idf.describe, idf_version(idf.root)))
+    print("78/esp-opus:      %s, version %s" % (opus.describe, component_version(opus.root)))
+    print("esp_audio_codec:  %s, version %s" % (codec.describe, component_version(codec.root)))
+    print("newlib:           %s" % nl.describe)
+    print("MicroPython:      %s" % (mp.describe if mp else "not given: the binding is not compiled"))
+    for t in (idf, opus, codec, nl) + ((mp,) if mp else ()):
+        if t.missing:
+            print("  note: %d files of %s were not in the mirror" % (t.missing, t.describe))
+    if not check_versions(opus.root, codec.root):
+        return 1
+    kpath = kconfgen_path(build, a.python)
+    if kpath is False:
+        return fail(2, "kconfgen (%s) is not importable and pip could not install it" % KCONFGEN_REQ)
+
+    try:
+        fill_submodules(idf, a.idf_submodule, build)
+    except (sources.SourceError, ValueError) as e:
+        return fail(2, "--idf-submodule: %s" % e)
+    stubs = idfproject.missing_submodule_stubs(idf.root)
+    placeholders = placeholder_submodules(idf, stubs)
+    if stubs:
+        print("stand-ins for components whose submodule is absent: %s" % ", ".join(stubs))
+    if placeholders:
+        print("empty placeholders for absent submodules: %s" % ", ".join(placeholders))
+
+    glue = sorted((XZ / "esp32").glob("*.c")) + sorted((XZ / "core").glob("*.c"))
+    binding = [XZ / "mod_xzaudio.c", XZ / "mod_xzaudio_io.c"] if mp else []
+    includes = [XZ, XZ / "core", XZ / "esp32"]
+    requires = list(IDF_REQUIRES)
+    if mp:
+        includes += [mp.root, mp.root / "ports" / "esp32", BOARD, build / "mp"]
+        (build / "mp").mkdir(exist_ok=True)
+        requires += MP_REQUIRES
+    try:
+        defaults = sdkconfig_defaults(build, mp)
+    except FileNotFoundError as e:
+        return fail(1, "board sdkconfig defaults: %s does not exist" % e)
+    proj = build / "project"
+    toolchain = build / "toolchain"
+    libc = newlib.sysroot(nl.root, build / "sysroot")
+    idfproject.write_toolchain(toolchain, a.cc, a.cxx, libc)
+    components = {"78__esp-opus": opus.root, "espressif__esp_audio_codec": codec.root}
+    components.update({s: None for s in stubs})
+    idfproject.write_project(proj, components, glue + binding, includes, requires,
+                             ["XZ_HAVE_IO=1"], defaults)
+    log = build / "configure.log"
+    # A fresh sdkconfig each run: kconfgen reads the defaults only when there is none.
+    for old in (build / "idf" / "sdkconfig", build / "idf" / "CMakeCache.txt"):
+        if old.exists():
+            old.unlink()
+    if idfproject.configure(proj, build / "idf", idf.root, toolchain, a.python, kpath, log):
+        print(tail(log, 40))
+        return fail(1, "ESP-IDF's CMake configure failed (full log: %s)" % log)
+    print_sdkconfig(build / "idf" / "config" / "sdkconfig.h")
+
+    cmds = idfproject.commands_for(build / "idf", glue + binding)
+    missing = [str(f) for f in glue + binding if f not in cmds]
+    if missing:
+        return fail(1, "no compile command for: %s" % ", ".join(missing))
+    if mp:
+        made = mpgen.generate(mp.root, build / "mp", preprocessor(cmds[binding[0]]), binding)
+        print("MicroPython genhdr: %(qstrs)d qstrs, %(modules)d module(s) registered" % made)
+    bad = 0
+    for f in glue + binding:
+        bad += syntax_check(f, *cmds[f])
+    print("%d files compiled (-fsyntax-only), %d with errors or warnings" % (len(cmds), bad))
+    return 1 if bad else 0
+
+
+def parse_args(argv):
+    env = os.environ.get
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--idf", default=env("XZ_IDF_SRC"), help="ESP-IDF v5.4.x (env XZ_IDF_SRC)")
+    p.add_argument("--esp-opus", default=env("XZ_ESP_OPUS_SRC"), help="78/esp-opus (env XZ_ESP_OPUS_SRC)")
+    p.add_argument("--esp-audio-codec", default=env("XZ_ESP_AUDIO_CODEC_SRC"),
+                   help="the esp_audio_codec component folder (env XZ_ESP_AUDIO_CODEC_SRC)")
+    p.add_argument("--micropython", default=env("MICROPY_SRC"), help="MicroPython source (env MICROPY_SRC)")
+    p.add_argument("--idf-submodule", action="append", metavar="PATH=SOURCE",
+                   default=[x for x in env("XZ_IDF_SUBMODULES", "").split(";") if x],
+                   help="an ESP-IDF submodule for an extracted ESP-IDF, e.g. "
+                        "components/heap/tlsf=TLSF_GITDIR@REF (env XZ_IDF_SUBMODULES, ';'-separated)")
+    p.add_argument("--build", default=str(ROOT / "build" / "esp32-glue"))
+    p.add_argument("--cc", default=env("CC", "gcc"))
+    p.add_argument("--cxx", default=env("CXX", "g++"))
+    p.add_argument("--newlib", default=env("XZ_NEWLIB_SRC"),
+                   help="espressif/newlib-esp32, the board's C library (env XZ_NEWLIB_SRC)")
+    p.add_argument("--python", default=sys.executable, help="the Python ESP-IDF's CMake runs")
+    return p.parse_args(argv)
+
+
+def fail(code, msg):
+    print("check_esp32_glue: " + msg, file=sys.stderr)
+    return code
+
+
+def tail(path, n):
+    return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+
+
+def idf_version(root):
+    text = (root / "components" / "esp_common" / "include" / "esp_idf_version.h").read_text()
+    parts = [re.search(r"#define ESP_IDF_VERSION_%s\s+(\d+)" % k, text).group(1)
+             for k in ("MAJOR", "MINOR", "PATCH")]
+    return "esp_idf_version.h says v" + ".".join(parts)
+
+
+def component_version(root):
+    m = re.search(r"^version:\s*['\"]?([\w.\-~]+)", (root / "idf_component.yml").read_text(), re.M)
+    return m.group(1) if m else "unknown"
+
+
+def caret_admits(spec, version):
+    """`^X.Y.Z` as the IDF component manager reads it (semver caret)."""
+    want = [int(x) for x in spec.lstrip("^").split(".")]
+    have = [int(x) for x in re.match(r"[\d.]+", version).group(0).strip(".").split(".")]
+    return have[0] == want[0] and have >= want if want[0] else have[:2] == want[:2] and have >= want
+
+
+def check_versions(opus_root, codec_root):
+    """Our idf_component.yml must admit the versions compiled against."""
+    ours = (XZ / "idf_component.yml").read_text()
+    ok = True
+    for name, root in (("78/esp-opus", opus_root), ("espressif/esp_audio_codec", codec_root)):
+        spec = re.search(r"^\s*%s:\s*['\"]([^'\"]+)" % re.escape(name), ours, re.M).group(1)
+        have = component_version(root)
+        admits = caret_admits(spec, have)
+        print("  idf_component.yml %s %s %s %s" % (name, spec, "admits" if admits else "does NOT admit", have))
+        ok = ok and admits
+    return ok
+
+
+def kconfgen_path(build, python):
+    """None when kconfgen is importable as is, else a folder holding it
+    (installed there by pip once), or False."""
+    probe = [python, "-c", "import kconfgen"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return None
+    target = build / "py"
+    env = dict(os.environ, PYTHONPATH=str(target))
+    if subprocess.run(probe, capture_output=True, env=env).returncode != 0:
+        print("installing %s into %s (ESP-IDF's configuration generator)" % (KCONFGEN_REQ, target))
+        r = subprocess.run([python, "-m", "pip", "install", "-q", "--target", str(target), KCONFGEN_REQ])
+        if r.returncode or subprocess.run(probe, capture_output=True, env=env).returncode:
+            return False
+    return target
+
+
+def fill_submodules(idf, specs, build):
+    """Puts the given submodules into an extracted ESP-IDF (heap's tlsf: heap
+    lists tlsf.c as a source, so CMake's generate step needs it)."""
+    for item in specs:
+        rel, _, spec = item.partition("=")
+        if not spec:
+            raise ValueError("%r is not PATH=SOURCE" % item)
+        if not idf.extracted:
+            raise ValueError("only for an ESP-IDF this tool extracted (%s is a checkout)" % idf.root)
+        sub = sources.get(spec, build / "src" / "submodules" / rel.replace("/", "_"))
+        where = idf.root / rel
+        if rel not in idf.gitlinks:
+            raise ValueError("%s is not a submodule of this ESP-IDF" % rel)
+        # A gitlink's folder holds at most an earlier run's placeholder.
+        if where.is_symlink():
+            where.unlink()
+        elif where.exists():
+            shutil.rmtree(where)
+        where.symlink_to(sub.root)
+        print("ESP-IDF submodule %s: %s" % (rel, sub.describe))
+
+
+def placeholder_submodules(idf, stubs):
+    """In an extracted ESP-IDF, other absent submodules (heap's tlsf) get an
+    empty include folder: their component lists it as an include path. A
+    header the glue needed from one would fail the compile."""
+    made = []
+    if not idf.extracted:
+        return made
+    for rel in idf.gitlinks:
+        parts = rel.split("/")
+        where = idf.root / rel
+        if where.is_symlink():
+            continue  # filled by --idf-submodule
+        if parts[0] == "components" and parts[1] not in stubs:
+            (idf.root / rel / "include").mkdir(parents=True, exist_ok=True)
+            made.append(rel)
+    return made
+
+
+def sdkconfig_defaults(build, mp):
+    """The board's sdkconfig defaults, in the order its mpconfigboard.cmake
+    lists them (MicroPython's boards/... files come from the MicroPython
+    tree), concatenated as MicroPython's CMake does."""
+    out = build / "sdkconfig.defaults"
+    text = (BOARD / "mpconfigboard.cmake").read_text()
+    block = re.search(r"set\(SDKCONFIG_DEFAULTS(.*?)\)", text, re.S).group(1)
+    parts = []
+    for item in block.split():
+        if "sdkconfig.xiaozhi_partitions" in item:
+            # As the board's CMake writes it: our table, by absolute path.
+            parts.append('CONFIG_PARTITION_TABLE_CUSTOM=y\nCONFIG_PARTITION_TABLE_CUSTOM_FILENAME="%s"\n'
+                         % (ROOT / "firmware" / "partitions.csv"))
+            continue
+        if item.startswith("${CMAKE_CURRENT_LIST_DIR}/"):
+            parts.append((BOARD / item.split("/", 1)[1]).read_text())
+        elif mp:
+            parts.append((mp.root / "ports" / "esp32" / item).read_text())
+    if not mp:
+        parts.append(NO_SPIRAM_DEFAULTS)
+    out.write_text("\n".join(parts))
+    return [out]
+
+
+def print_sdkconfig(header):
+    text = header.read_text()
+    keys = ("IDF_TARGET", "SPIRAM_MODE_OCT", "FREERTOS_HZ", "ESP_DEFAULT_CPU_FREQ_MHZ",
+            "ESPTOOLPY_FLASHSIZE", "FREERTOS_UNICORE")
+    got = []
+    for k in keys:
+        m = re.search(r"#define CONFIG_%s (.*)" % k, text)
+        got.append("%s=%s" % (k, m.group(1) if m else "(unset)"))
+    print("sdkconfig.h (kconfgen, esp32s3): " + ", ".join(got))
+
+
+def _flags(command):
+    """The compile command without its output and input: only the flags."""
+    args = shlex.split(command)
+    out, skip = [], False
+    for x in args[1:]:
+        if skip:
+            skip = False
+        elif x == "-o":
+            skip = True
+        elif x != "-c" and not x.endswith(".c"):
+            out.append(x)
+    return args[0], out
+
+
+def preprocessor(entry):
+    directory, command = entry
+    cc, flags = _flags(command)
+
+    def run(extra, source, stdin_text):
+        cmd = [cc] + flags + extra + ["-E", str(source) if source else "-"]
+        r = subprocess.run(cmd, cwd=directory, input=stdin_text, capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit("preprocessing failed:\n" + r.stderr[-4000:])
+        return r.stdout
+    return run
+
+
+def syntax_check(src, directory, command):
+    cc, flags = _flags(command)
+    r = subprocess.run([cc] + flags + ["-fdiagnostics-color=never", "-fsyntax-only", str(src)], cwd=directory,
+                       capture_output=True, text=True)
+    rel = os.path.relpath(src, ROOT)
+    diags = [l for l in r.stderr.splitlines() if re.search(r": (error|warning): ", l)]
+    print("%-45s %s" % (rel, "ok" if r.returncode == 0 and not diags else "FAILED"))
+    if r.returncode or diags:
+        print(r.stderr.rstrip())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Helpers of tools/check_esp32_glue.py (docs/cmodule.md)."""
