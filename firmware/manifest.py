@@ -15,9 +15,15 @@
 #                       board that gets its app by `flash.py --app-only`
 #                       must not have one)
 #   fwversion.py        written by tools/flash.py build into build/firmware/
+#
+# The unix port freezes the same files through manifest_unix.py, which
+# passes the options below (its own port manifest, the host HAL, its own
+# fwversion.py); the board build passes none.
 import os
 
-include("$(PORT_DIR)/boards/manifest.py")
+options.defaults(port_manifest="$(PORT_DIR)/boards/manifest.py", hal="esp32",
+                 version_dir="../build/firmware")
+include(options.port_manifest)
 
 
 def _py_files(folder):
@@ -30,7 +36,7 @@ for _name in sorted(os.listdir("lib")):
     elif os.path.isfile(os.path.join("lib", _name, "__init__.py")):
         package(_name, base_path="lib")
 
-package("hal", files=_py_files("hal") + ["esp32/" + n for n in _py_files("hal/esp32")])
+package("hal", files=_py_files("hal") + [options.hal + "/" + n for n in _py_files("hal/" + options.hal)])
 
 if os.path.isdir("app"):
     package("app")
@@ -38,7 +44,7 @@ if os.path.isdir("app"):
 if os.environ.get("XIAOZHI_FREEZE_MAIN", "1") != "0":
     module("main.py")
 
-_VERSION_DIR = "../build/firmware"
+_VERSION_DIR = options.version_dir
 if not os.path.isfile(os.path.join(_VERSION_DIR, "fwversion.py")):
     raise Exception("build/firmware/fwversion.py is missing: build with `tools/flash.py build`")
 module("fwversion.py", base_path=_VERSION_DIR)

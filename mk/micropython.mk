@@ -92,5 +92,21 @@ $(MP_OUT)/unix32/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INP
 	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32/obj
 	cp $(MP_ABS)/unix32/obj/micropython $@
 
+# The firmware frozen into the 32-bit port, as firmware/manifest.py freezes
+# it into the board image (docs/firmware.md, "Heap"): run it with
+#   build/micropython/unix32-frozen/micropython -X heapsize=256K -m main --state DIR
+# Rebuilt whenever a firmware module changes, so apart from `make micropython`.
+MP_FW_PY := $(shell find firmware -name '*.py')
+MP_FROZEN := $(MP_OUT)/unix32-frozen/micropython
+
+micropython-frozen: $(MP_FROZEN)
+
+$(MP_FROZEN): $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS) $(MP_FW_PY)
+	@mkdir -p $(MP_OUT)/frozen
+	@echo "VERSION = 'host-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)'" > $(MP_OUT)/frozen/fwversion.py
+	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32-frozen/obj \
+	  FROZEN_MANIFEST=$(abspath firmware/manifest_unix.py)
+	cp $(MP_ABS)/unix32-frozen/obj/micropython $@
+
 micropython-clean:
 	rm -rf $(MP_OUT)
