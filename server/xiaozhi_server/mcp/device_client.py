@@ -16,6 +16,7 @@ configured, since without one a photo cannot be explained.
 """
 import asyncio
 import logging
+from typing import Any, Awaitable, Callable
 
 from .. import protocol as proto
 from .tools import Tool, ToolOutcome, needs_vision
@@ -34,7 +35,8 @@ class DeviceMcpError(Exception):
 
 
 class DeviceMcp:
-    def __init__(self, send_payload, timeout_s=10, vision=None):
+    def __init__(self, send_payload: Callable[[dict], Awaitable[None]], timeout_s: float = 10,
+                 vision: dict | None = None) -> None:
         """send_payload: async callable(jsonrpc dict) that wraps it in an mcp message.
         vision: the config's vision section (explain_url, token), or None."""
         self._send = send_payload
@@ -43,8 +45,8 @@ class DeviceMcp:
         self.timeout_s = timeout_s
         self._next_list = LIST_IDS
         self._next_call = CALL_IDS
-        self._pending = {}
-        self.tools = []          # declarations, in the device's order
+        self._pending: dict[Any, asyncio.Future] = {}   # by JSON-RPC id
+        self.tools: list[dict] = []          # declarations, in the device's order
         self.server_info = None
         self.ready = asyncio.Event()
 
@@ -65,7 +67,7 @@ class DeviceMcp:
         finally:
             self._pending.pop(rid, None)
 
-    def on_payload(self, payload):
+    def on_payload(self, payload: dict) -> bool:
         """A JSON-RPC response from the device. True if it answered one of ours."""
         rid = payload.get("id")
         fut = self._pending.get(rid)
@@ -80,9 +82,9 @@ class DeviceMcp:
             fut.set_result(payload.get("result"))
         return True
 
-    async def start(self):
+    async def start(self) -> list[dict]:
         """initialize, then every tools/list page. Returns the declarations."""
-        params = {
+        params: dict[str, Any] = {
             "protocolVersion": proto.MCP_PROTOCOL_VERSION,
             "capabilities": {"vision": dict(self.vision)},
             "clientInfo": {"name": "xiaozhi-apps-server", "version": "0.1"},
@@ -121,7 +123,7 @@ class DeviceMcp:
         log.info("device offers %d tools: %s", len(tools), ", ".join(t["name"] for t in tools))
         return tools
 
-    async def call(self, name, arguments, timeout=None):
+    async def call(self, name: str, arguments: dict | None, timeout: float | None = None) -> tuple[str, bool]:
         """(text, is_error) of one device tool call."""
         try:
             result = await self._request("tools/call", {"name": name, "arguments": arguments or {}},
@@ -133,7 +135,7 @@ class DeviceMcp:
         texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
         return "\n".join(texts), bool(result.get("isError"))
 
-    def as_tools(self):
+    def as_tools(self) -> list[Tool]:
         """Table entries for the LLM, one per device tool (camera tools only with vision)."""
         out = []
         for decl in self.tools:
@@ -147,10 +149,10 @@ class DeviceMcp:
             out.append(Tool(name, decl.get("description"), decl.get("inputSchema"), "device", run))
         return out
 
-    def has(self, name):
+    def has(self, name: str) -> bool:
         return any(t["name"] == name for t in self.tools)
 
-    def close(self):
+    def close(self) -> None:
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(DeviceMcpError("the device disconnected"))

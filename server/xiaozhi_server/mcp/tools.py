@@ -9,6 +9,7 @@ runs: a call to a name outside it is refused even if the model invents it.
 """
 import json
 import logging
+from typing import Any, Awaitable, Callable, Collection, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -17,11 +18,11 @@ def _is_cjk(ch):
     return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
 
 
-def sanitize(name):
+def sanitize(name: str) -> str:
     return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or _is_cjk(c) else "_" for c in name)
 
 
-def needs_vision(name):
+def needs_vision(name: str) -> bool:
     """A device camera tool: stock firmware's self.camera.take_photo, the
     browser page's self_camera_take_photo, xiaozhi-sdk's and py-xiaozhi's
     take_photo. Each sends its photo to the vision endpoint handed over in
@@ -39,7 +40,7 @@ class ToolOutcome:
 
     __slots__ = ("text", "is_error", "end_turn", "say")
 
-    def __init__(self, text, is_error=False, end_turn=False, say=None):
+    def __init__(self, text: str, is_error: bool = False, end_turn: bool = False, say: str | None = None) -> None:
         self.text = text
         self.is_error = is_error
         self.end_turn = end_turn
@@ -49,13 +50,19 @@ class ToolOutcome:
         return "ToolOutcome(%r, is_error=%r, end_turn=%r)" % (self.text, self.is_error, self.end_turn)
 
 
+# None = every tool of the agent; else the allowed real or sanitised names.
+Policy = Collection[str] | None
+# What a tool runs: its arguments -> a ToolOutcome, or a result made into one.
+ToolRun = Callable[[dict], Awaitable[Any]]
+
+
 class Tool:
     """name: the real name (e.g. self.mp3.play); origin: device | server | builtin.
     run: async callable(arguments dict) -> ToolOutcome."""
 
     __slots__ = ("name", "llm_name", "description", "schema", "origin", "run")
 
-    def __init__(self, name, description, schema, origin, run):
+    def __init__(self, name: str, description: str | None, schema: dict | None, origin: str, run: ToolRun) -> None:
         self.name = name
         self.llm_name = sanitize(name)
         self.description = description or ""
@@ -63,7 +70,7 @@ class Tool:
         self.origin = origin
         self.run = run
 
-    def declaration(self):
+    def declaration(self) -> dict[str, Any]:
         """The OpenAI Chat Completions form."""
         return {"type": "function", "function": {
             "name": self.llm_name, "description": self.description, "parameters": self.schema}}
@@ -75,10 +82,10 @@ PROTECTED = ("server", "builtin")
 
 
 class ToolTable:
-    def __init__(self):
-        self._by_llm = {}
+    def __init__(self) -> None:
+        self._by_llm: dict[str, Tool] = {}
 
-    def add(self, tool):
+    def add(self, tool: Tool) -> bool:
         """Add a tool under its LLM name; False if refused: a device tool whose
         LLM name is a server or built-in tool's (those always keep the name)."""
         old = self._by_llm.get(tool.llm_name)
@@ -90,29 +97,29 @@ class ToolTable:
         self._by_llm[tool.llm_name] = tool
         return True
 
-    def replace_origin(self, origin, tools):
+    def replace_origin(self, origin: str, tools: Iterable[Tool]) -> None:
         """Swap every tool of one origin (a fresh device tool list, say)."""
         for k in [k for k, t in self._by_llm.items() if t.origin == origin]:
             del self._by_llm[k]
         for t in tools:
             self.add(t)
 
-    def names(self):
+    def names(self) -> list[str]:
         return sorted(t.name for t in self._by_llm.values())
 
-    def allowed(self, tool, policy):
+    def allowed(self, tool: Tool, policy: Policy) -> bool:
         """policy None = every tool; else a collection of real or sanitised names."""
         if policy is None:
             return True
         return tool.name in policy or tool.llm_name in policy or tool.llm_name in {sanitize(p) for p in policy}
 
-    def declarations(self, policy=None):
+    def declarations(self, policy: Policy = None) -> list[dict[str, Any]]:
         return [t.declaration() for _k, t in sorted(self._by_llm.items()) if self.allowed(t, policy)]
 
-    def get(self, llm_or_real_name):
+    def get(self, llm_or_real_name: str) -> Tool | None:
         return self._by_llm.get(sanitize(llm_or_real_name))
 
-    async def call(self, llm_name, arguments, policy=None):
+    async def call(self, llm_name: str, arguments: dict | None, policy: Policy = None) -> ToolOutcome:
         """Run one tool call from the LLM; never raises for a bad call."""
         tool = self._by_llm.get(llm_name) or self.get(llm_name or "")
         if tool is None:

@@ -6,7 +6,7 @@ with a lesson name), so both answer shapes are understood in one place.
 import json
 
 
-def lesson_names(text):
+def lesson_names(text: str) -> list[str]:
     """The file names in a self.mp3.get_list answer. The Sening board lists
     objects ({"files": [{"name": "lesson001.mp3", ...}]}), older devices bare
     names; entries of neither shape are skipped, an unreadable answer is no files."""
@@ -22,7 +22,7 @@ def lesson_names(text):
     return names
 
 
-def match_lesson(name, files):
+def match_lesson(name: str, files: list[str]) -> str | None:
     """The listed file the child meant: exact, or without .mp3, or another case."""
     if name in files:
         return name

@@ -12,10 +12,17 @@ task if priority allows.
 A handler's lines are the mode's own (translation that fails); what an app
 says lives in its apps.json entry (Task.line).
 """
+from __future__ import annotations
+
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from .. import protocol as proto
+
+if TYPE_CHECKING:
+    from ..session.listener import Utterance
+    from .runtime import AppRuntime
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +33,7 @@ LINES = {
 }
 
 
-def plain(text):
+def plain(text: str) -> str:
     """Words as phrases are matched: lowercase, without spaces, punctuation or
     the erhua 儿 (ASR writes 「聊会儿天吧！」 as often as 「聊会天吧」)."""
     return "".join(c for c in text.lower() if c.isalnum() and c != "儿")
@@ -39,14 +46,14 @@ def _line(session, key):
 class Mode:
     """The default: words are heard only once final and lead nowhere."""
 
-    def answers_early(self, runtime, text):
+    def answers_early(self, runtime: AppRuntime, text: str) -> bool:
         """May the answer be prepared before the words are final?"""
         return False
 
-    async def words(self, runtime, text, utterance):
+    async def words(self, runtime: AppRuntime, text: str, utterance: Utterance | None) -> None:
         log.info("[%s] %s: %r not sent to the LLM", runtime.session.device_id, runtime.mode, text)
 
-    async def listen_start(self, runtime):
+    async def listen_start(self, runtime: AppRuntime) -> None:
         """The device opened its microphone (listen start)."""
 
 
@@ -71,7 +78,7 @@ class Translation(Mode):
         runtime.session.start_reply(self._translate, runtime.session, text)
 
     @staticmethod
-    def is_exit(cfg, text):
+    def is_exit(cfg: dict, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
         t = plain(text)
         return len(t) <= 24 and any(plain(p) and plain(p) in t for p in cfg.get("exit_translation_phrases", ()))

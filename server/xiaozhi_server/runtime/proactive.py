@@ -14,10 +14,16 @@ turn is over (session.child_done) and are then dropped if the child spoke
 meanwhile: answering beats greeting. A press with no words gets the opener
 once the button is released.
 """
+from __future__ import annotations
+
 import asyncio
 import logging
 import random
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..session.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -26,19 +32,19 @@ LLM_OPENER_CUE = ("(The child has just come to talk with you. Greet them warmly 
 
 
 class Proactive:
-    def __init__(self, session, cfg):
+    def __init__(self, session: Session, cfg: dict) -> None:
         self.session = session
         self.cfg = cfg
         self._timer = None
         self.invites = 0
-        self.spoken = []      # what it said, for logs and tests
+        self.spoken: list[str] = []      # what it said, for logs and tests
 
     def _line(self, key):
         lines = self.cfg.get(key, {})
         choice = lines.get(self.session.language) or lines.get("en") or []
         return random.choice(choice) if choice else None
 
-    async def open(self, entered_at=0.0):
+    async def open(self, entered_at: float = 0.0) -> None:
         """Speak first. Skipped when the child already spoke since entered_at."""
         self.cancel()
         self.invites = 0
@@ -81,10 +87,10 @@ class Proactive:
         if heard:
             self._arm()
 
-    def user_spoke(self):
+    def user_spoke(self) -> None:
         self.cancel()
 
-    def cancel(self):
+    def cancel(self) -> None:
         if self._timer is not None and not self._timer.done() and self._timer is not asyncio.current_task():
             self._timer.cancel()
         self._timer = None

@@ -7,9 +7,15 @@ translate MCP, which has its own prompt), so the agent prompt stays for the
 moment the child switches back. A task's `system_prompt` (apps.json) comes
 last, so an app brings its own instructions without a line of code.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .registry import Task
 
 
-def system_prompt(prompts, task):
+def system_prompt(prompts: dict[str, str], task: Task) -> str:
     parts = [prompts["agent"]]
     if task.prompt_mode == "agent_proactive" and prompts.get("agent_proactive"):
         parts.append(prompts["agent_proactive"])

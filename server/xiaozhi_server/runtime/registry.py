@@ -6,6 +6,8 @@ Two spellings load into this one model: ours (schema registry/apps.json)
 and the seed plan's (registry/seed_apps.json, turned into ours by
 seed_registry.py before anything else looks at it).
 """
+from __future__ import annotations
+
 import json
 import os
 
@@ -20,7 +22,7 @@ class RegistryError(Exception):
     pass
 
 
-def skill_args(skill, params):
+def skill_args(skill: dict, params: dict) -> dict:
     """What a skill is called with: the task's params ("$params"), the ones
     args_from names (those given), or its fixed args."""
     if skill.get("args") == "$params":
@@ -30,7 +32,7 @@ def skill_args(skill, params):
     return dict(skill.get("args") or {})
 
 
-def _shipped_lines(model):
+def _shipped_lines(model: dict) -> None:
     """The seed's example gives no lines: a task that gives none says what the
     shipped registry's task of the same app and id says, so the seed's file
     sounds like ours (docs/runtime.md, "The seed's spelling")."""
@@ -47,7 +49,7 @@ class Task:
     __slots__ = ("app_id", "id", "title", "mode", "reserved", "skills", "stop_skills", "status_skill",
                  "tool_policy", "tools", "params_schema", "prompt_mode", "prompt", "lines", "on_finish")
 
-    def __init__(self, app_id, d):
+    def __init__(self, app_id: str, d: dict) -> None:
         self.app_id = app_id
         self.id = d["id"]
         self.title = d["title"]
@@ -65,16 +67,16 @@ class Task:
         self.on_finish = d["on_finish"]
 
     @property
-    def key(self):
+    def key(self) -> str:
         return "%s.%s" % (self.app_id, self.id)
 
-    def line(self, event, language):
+    def line(self, event: str, language: str) -> str | None:
         """What the task says on event (switched, started) in language, else
         in English; None when the registry gives it no line."""
         texts = self.lines.get(event) or {}
         return texts.get(language) or texts.get("en") or None
 
-    def policy(self):
+    def policy(self) -> frozenset[str] | None:
         """None = every tool of the agent; else the allowed names."""
         return None if self.tool_policy == "inherit_agent" else frozenset(self.tools)
 
@@ -85,7 +87,7 @@ class Task:
 class App:
     __slots__ = ("id", "title", "description", "default_task", "tasks")
 
-    def __init__(self, d):
+    def __init__(self, d: dict) -> None:
         self.id = d["id"]
         self.title = d["title"]
         self.description = d.get("description", "")
@@ -94,7 +96,7 @@ class App:
 
 
 class Registry:
-    def __init__(self, data, where="apps.json"):
+    def __init__(self, data: dict, where: str = "apps.json") -> None:
         if seed_registry.is_seed(data):
             try:
                 data = seed_registry.to_model(data, "apps.json")
@@ -105,7 +107,7 @@ class Registry:
         if err:
             raise RegistryError("%s: %s" % (where, err))
         self.default_app = data["default_app"]
-        self.apps = {}
+        self.apps: dict[str, App] = {}
         for i, a in enumerate(data["apps"]):
             if a["id"] in self.apps:
                 raise RegistryError("%s: apps[%d].id %r is used twice" % (where, i, a["id"]))
@@ -128,7 +130,7 @@ class Registry:
             raise RegistryError("%s: default_app %r is not one of the apps" % (where, self.default_app))
 
     @classmethod
-    def load(cls, path=None):
+    def load(cls, path: str | None = None) -> Registry:
         path = path or DEFAULT_PATH
         try:
             with open(path, encoding="utf-8") as f:
@@ -139,11 +141,11 @@ class Registry:
             raise RegistryError("%s is not valid JSON: %s" % (path, e))
         return cls(data, os.path.basename(path))
 
-    def default(self):
+    def default(self) -> Task:
         app = self.apps[self.default_app]
         return app.tasks[app.default_task]
 
-    def find(self, app_id, task_id=None):
+    def find(self, app_id: str, task_id: str | None = None) -> Task:
         """The task, or raise LookupError with a reason a person can act on."""
         app = self.apps.get(app_id)
         if app is None:

@@ -24,10 +24,13 @@ names an app.
 Nothing here outlives the connection: a new session starts at the default
 app again.
 """
+from __future__ import annotations
+
 import asyncio
 import json
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from .. import protocol as proto
 from . import priority
@@ -37,6 +40,11 @@ from .prompts import system_prompt
 from .lessons import lesson_names
 from .registry import skill_args
 from ..session.listener import committed
+
+if TYPE_CHECKING:
+    from ..session.listener import Utterance
+    from ..session.session import Session
+    from .registry import Registry, Task
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +65,26 @@ def _leading_device_skills(task):
 class TaskError(Exception):
     """A request that cannot be run at all (unknown app, bad params); .code is JSON-RPC's."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
 
 
 class AppRuntime:
-    def __init__(self, session, registry, config):
+    def __init__(self, session: Session, registry: Registry, config: dict) -> None:
         self.session = session
         self.registry = registry
         self.cfg = config["apps"]
         self.prompts = config["prompts"]
-        self.task = None
-        self.params = {}
-        self.source = None
+        self.task: Task | None = None
+        self.params: dict = {}
+        self.source: str | None = None
         self.entered_at = 0.0
         self.explicit = False          # has anything asked for a task yet?
-        self.history = []              # (time, app.task, source, verdict) for logs and tests
+        # (time, app.task, source, verdict) for logs and tests
+        self.history: list[tuple[float, str, str, str]] = []
         self.proactive = Proactive(session, self.cfg)
-        self._skills_task = None
+        self._skills_task: asyncio.Task | None = None
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
         # translating itself is the TRANSLATION mode's (modes.py).
@@ -88,14 +97,14 @@ class AppRuntime:
     # ---- state ----
 
     @property
-    def mode(self):
+    def mode(self) -> str:
         return self.task.mode if self.task else proto.MODE_CHAT
 
     @property
-    def active(self):
+    def active(self) -> str | None:
         return self.task.key if self.task else None
 
-    def describe(self):
+    def describe(self) -> dict:
         t = self.task
         return proto.app_start_task_result(
             True, t.app_id if t else self.registry.default_app, self.mode,
@@ -103,7 +112,8 @@ class AppRuntime:
 
     # ---- the one entry ----
 
-    async def start_app_task(self, app_id, task_id=None, params=None, source=proto.SOURCE_VOICE):
+    async def start_app_task(self, app_id: str, task_id: str | None = None, params: dict | None = None,
+                             source: str = proto.SOURCE_VOICE) -> dict:
         """Result dict (app_start_task_result); raises TaskError for a request
         that can never run. A refusal by priority is a result, not an error."""
         if source not in proto.SOURCE_PRIORITY:
@@ -194,14 +204,15 @@ class AppRuntime:
                     k, params[k], ", ".join(files[:20]) or "nothing")
         return None
 
-    async def start_default(self, source=proto.SOURCE_DEFAULT_CHAT):
+    async def start_default(self, source: str = proto.SOURCE_DEFAULT_CHAT) -> dict:
         t = self.registry.default()
         return await self.start_app_task(t.app_id, t.id, {}, source)
 
-    def adopt_default(self):
+    def adopt_default(self) -> None:
         """Be in the default task without running its skills (the session's start)."""
-        self._enter(self.registry.default(), {}, proto.SOURCE_DEFAULT_CHAT)
-        self.history.append((time.monotonic(), self.task.key, proto.SOURCE_DEFAULT_CHAT, "adopted"))
+        task = self.registry.default()
+        self._enter(task, {}, proto.SOURCE_DEFAULT_CHAT)
+        self.history.append((time.monotonic(), task.key, proto.SOURCE_DEFAULT_CHAT, "adopted"))
 
     async def _current_running(self):
         """Does the active task still hold its priority? A finished one does not."""
@@ -291,7 +302,7 @@ class AppRuntime:
 
     # ---- what the user's words and wakes lead to ----
 
-    async def route(self, text, utterance=None):
+    async def route(self, text: str, utterance: Utterance | None = None) -> None:
         self.proactive.user_spoke()
         handler = HANDLERS[self.mode]
         # Only an answer the mode may prepare early goes ahead before the
@@ -300,7 +311,7 @@ class AppRuntime:
             return
         await handler.words(self, text, utterance)
 
-    async def on_wake(self, text):
+    async def on_wake(self, text: str) -> None:
         """A user wake word returns to the default task from any other (a
         lesson, translation), priority permitting: a parents' or an alarm's
         task is not reset. In the default task the session greets as usual."""
@@ -312,8 +323,8 @@ class AppRuntime:
         self.proactive.user_spoke()
         await self.session.on_wake_word(text)
 
-    async def on_listen_start(self):
+    async def on_listen_start(self) -> None:
         await HANDLERS[self.mode].listen_start(self)
 
-    def close(self):
+    def close(self) -> None:
         self.proactive.cancel()

@@ -30,11 +30,11 @@ SIDES = {"device": "device", "device_mcp": "device", "server": "server", "server
 OPENER = {"name": "proactive_opener", "runs_on": "server"}
 
 
-def is_seed(data):
+def is_seed(data: object) -> bool:
     return isinstance(data, dict) and ("default_app_id" in data or isinstance(data.get("apps"), dict))
 
 
-def to_model(data, where):
+def to_model(data: dict, where: str) -> dict:
     """The registry/apps.json form of a seed-spelled registry; ValueError naming the field."""
     err = proto.validate("registry.seed_apps", data, where)
     if err:

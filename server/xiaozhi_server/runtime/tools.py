@@ -10,13 +10,21 @@ without an SD player gets a spoken error and chat goes on; the device's
 `self.mp3.play` is what finally runs (never a music tool). The lines here
 are the tools' own (refusals, the lesson's name and count).
 """
+from __future__ import annotations
+
 import json
 import logging
+from typing import TYPE_CHECKING
 
 from .. import protocol as proto
 from ..mcp.tools import Tool, ToolOutcome
 from .lessons import lesson_names, match_lesson
 from .runtime import TaskError
+
+if TYPE_CHECKING:
+    from ..session.session import Session
+    from .registry import Registry, Task
+    from .runtime import AppRuntime
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +53,7 @@ def _lines(session):
 PLAY_TOOL = "self.mp3.play"     # the device's SD player: what start_repeater's task runs
 
 
-def player_task(registry):
+def player_task(registry: Registry) -> Task | None:
     """The task start_repeater starts: the first one that plays on the device's player."""
     for app in registry.apps.values():
         for task in app.tasks.values():
@@ -54,7 +62,7 @@ def player_task(registry):
     return None
 
 
-def switch_app_description(registry, apps, player):
+def switch_app_description(registry: Registry, apps: list[str], player: Task | None) -> str:
     about = "; ".join("%s = %s" % (a, (registry.apps[a].description or registry.apps[a].title).rstrip("."))
                       for a in apps)
     hint = " For lessons prefer start_repeater." if player is not None else ""
@@ -62,14 +70,16 @@ def switch_app_description(registry, apps, player):
             "or to go back to chatting." % (about, hint))
 
 
-def runtime_tools(session, runtime):
+def runtime_tools(session: Session, runtime: AppRuntime) -> list[Tool]:
     registry = runtime.registry
     apps = sorted(a for a, app in registry.apps.items()
                   if any(not t.reserved for t in app.tasks.values()))
     player = player_task(registry)
 
-    async def switch_app(args):
+    async def switch_app(args: dict) -> ToolOutcome:
         app_id = args.get("app_id")
+        if not isinstance(app_id, str):
+            return ToolOutcome("error: app_id must be one of: %s" % ", ".join(apps), is_error=True)
         try:
             result = await runtime.start_app_task(app_id, None, {}, proto.SOURCE_VOICE)
         except TaskError as e:
@@ -80,7 +90,7 @@ def runtime_tools(session, runtime):
         say = registry.find(app_id).line("switched", session.language)
         return ToolOutcome(json.dumps(result), end_turn=True, say=say)
 
-    async def start_repeater(args):
+    async def start_repeater(args: dict) -> ToolOutcome:
         L = _lines(session)
         name = str(args.get("name") or "")
         repeat = args.get("repeat", 1)
@@ -98,6 +108,8 @@ def runtime_tools(session, runtime):
             return ToolOutcome("error: no lesson named %s; the card has: %s" % (name, ", ".join(files) or "nothing"),
                                end_turn=True, say=L["missing"] % name)
         params = {"name": found, "repeat": repeat, "power_off_after": power_off}
+        if player is None:   # not offered then; a model may still invent the call
+            return ToolOutcome("error: no app plays lessons", is_error=True)
         try:
             result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE)
         except TaskError as e:
