@@ -84,9 +84,10 @@ def main(argv=None):
     if placeholders:
         print("empty placeholders for absent submodules: %s" % ", ".join(placeholders))
 
-    glue = sorted((XZ / "esp32").glob("*.c")) + sorted((XZ / "core").glob("*.c"))
-    binding = [XZ / "mod_xzaudio.c", XZ / "mod_xzaudio_io.c"] if mp else []
-    includes = [XZ, XZ / "core", XZ / "esp32"]
+    xz = Path(a.module).resolve()
+    glue = sorted((xz / "esp32").glob("*.c")) + sorted((xz / "core").glob("*.c"))
+    binding = [xz / "mod_xzaudio.c", xz / "mod_xzaudio_io.c"] if mp else []
+    includes = [xz, xz / "core", xz / "esp32"]
     requires = list(IDF_REQUIRES)
     if mp:
         includes += [mp.root, mp.root / "ports" / "esp32", BOARD, build / "mp"]
@@ -140,6 +141,7 @@ def parse_args(argv):
                    default=[x for x in env("XZ_IDF_SUBMODULES", "").split(";") if x],
                    help="an ESP-IDF submodule for an extracted ESP-IDF, e.g. "
                         "components/heap/tlsf=TLSF_GITDIR@REF (env XZ_IDF_SUBMODULES, ';'-separated)")
+    p.add_argument("--module", default=str(XZ), help="the xzaudio folder to compile (default: this tree's)")
     p.add_argument("--build", default=str(ROOT / "build" / "esp32-glue"))
     p.add_argument("--cc", default=env("CC", "gcc"))
     p.add_argument("--cxx", default=env("CXX", "g++"))
@@ -312,7 +314,7 @@ def syntax_check(src, directory, command):
     cc, flags = _flags(command)
     r = subprocess.run([cc] + flags + ["-fdiagnostics-color=never", "-fsyntax-only", str(src)], cwd=directory,
                        capture_output=True, text=True)
-    rel = os.path.relpath(src, ROOT)
+    rel = os.path.relpath(src, ROOT) if Path(src).is_relative_to(ROOT) else str(src)
     diags = [l for l in r.stderr.splitlines() if re.search(r": (error|warning): ", l)]
     print("%-45s %s" % (rel, "ok" if r.returncode == 0 and not diags else "FAILED"))
     if r.returncode or diags:

@@ -1,0 +1,67 @@
+"""The board-only C (esp32/*.c, and the binding with XZ_HAVE_IO) compiled
+against real ESP-IDF, component and MicroPython headers by
+tools/check_esp32_glue.py. It needs copies of ESP-IDF, 78/esp-opus,
+esp_audio_codec and Espressif's newlib, given by environment variables
+(docs/cmodule.md, "Compiling the board glue"); CI has none, so there these
+tests skip and say which variables to set."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from testkit import ROOT
+
+SCRIPT = ROOT / "tools" / "check_esp32_glue.py"
+XZ = ROOT / "firmware" / "cmodules" / "xzaudio"
+NEEDED = ("XZ_IDF_SRC", "XZ_ESP_OPUS_SRC", "XZ_ESP_AUDIO_CODEC_SRC", "XZ_NEWLIB_SRC")
+
+pytestmark = pytest.mark.skipif(
+    not all(os.environ.get(v) for v in NEEDED),
+    reason="ESP32 glue check: set %s (and MICROPY_SRC for the binding) to copies of ESP-IDF "
+           "v5.4 and the components; none is given here. See docs/cmodule.md"
+           % ", ".join(NEEDED))
+
+
+def run_check(*args, timeout=600):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def status_lines(stdout):
+    """{file: 'ok' | 'FAILED'} from the script's per-file lines."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].endswith(".c") and parts[1] in ("ok", "FAILED"):
+            out[parts[0].split("xzaudio/")[-1]] = parts[1]
+    return out
+
+
+def test_the_board_glue_compiles_against_esp_idf_and_the_components():
+    r = run_check()
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    seen = status_lines(r.stdout)
+    wanted = ["esp32/" + p.name for p in (XZ / "esp32").glob("*.c")]
+    wanted += ["core/" + p.name for p in (XZ / "core").glob("*.c")]
+    if os.environ.get("MICROPY_SRC"):
+        wanted += ["mod_xzaudio.c", "mod_xzaudio_io.c"]
+    assert {f: seen.get(f) for f in wanted} == {f: "ok" for f in wanted}
+    assert 'IDF_TARGET="esp32s3"' in r.stdout and "SPIRAM_MODE_OCT=1" in r.stdout
+
+
+def test_a_wrong_component_api_use_fails_the_check(tmp_path):
+    """The check is not a rubber stamp: a field esp_audio_codec does not
+    have (as an API change between versions would leave) fails it."""
+    module = tmp_path / "xzaudio"
+    shutil.copytree(XZ, module)
+    src = module / "esp32" / "xz_mp3task.c"
+    text = src.read_text()
+    assert "out.needed_size" in text
+    src.write_text(text.replace("out.needed_size", "out.needed_bytes", 1))
+    r = run_check("--module", str(module), "--micropython", "", "--build", str(tmp_path / "build"))
+    assert r.returncode == 1
+    assert status_lines(r.stdout)["esp32/xz_mp3task.c"] == "FAILED"
+    assert "has no member named 'needed_bytes'" in r.stdout.replace("\u2018", "'").replace("\u2019", "'")
+    assert status_lines(r.stdout)["esp32/xz_engine.c"] == "ok"
