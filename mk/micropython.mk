@@ -110,3 +110,9 @@ $(MP_FROZEN): $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS) $(MP_FW_PY)
 
 micropython-clean:
 	rm -rf $(MP_OUT)
+
+# Heap of the frozen firmware: plain boot, broker configured, a lesson
+# playing (docs/firmware.md, "Heap on the board's word size").
+.PHONY: bench-firmware-heap
+bench-firmware-heap: setup micropython-frozen
+	$(PY) bench/firmware_heap.py
