@@ -7,8 +7,11 @@ loads their models, voices and clients before the first device connects
 Sessions never build providers themselves, so a test or a benchmark can
 hand in its own (e.g. providers that sleep like cloud ones).
 """
+from __future__ import annotations
+
 import asyncio
 import logging
+from typing import TYPE_CHECKING, Any, Iterable
 
 from . import protocol as proto
 from .providers.llm_none import choose_llm
@@ -17,17 +20,23 @@ from .runtime.registry import Registry
 from .runtime.runtime import AppRuntime, TaskError
 from .runtime.tools import runtime_tools
 
+if TYPE_CHECKING:
+    from .mcp.tools import Tool
+    from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
+    from .session.listener import Utterance
+    from .session.session import Session
+
 log = logging.getLogger(__name__)
 
 
-def _parts(provider):
+def _parts(provider: Any) -> Iterable[Any]:
     """A provider and the providers it is made of (a router's voices, a chain's members)."""
     yield provider
     for inner in list((getattr(provider, "voices", None) or {}).values()) + list(getattr(provider, "members", ())):
         yield from _parts(inner)
 
 
-async def warm_up(provider):
+async def warm_up(provider: Any) -> None:
     """Load what a provider needs now; one that fails to load is logged and
     loads again on first use, where its own fallback applies."""
     for part in _parts(provider):
@@ -41,35 +50,36 @@ async def warm_up(provider):
 
 
 class Services:
-    def __init__(self, config, llm=None, asr=None, tts=None, vad=None):
+    def __init__(self, config: dict, llm: LlmProvider | None = None, asr: AsrProvider | None = None,
+                 tts: TtsLike | None = None, vad: VadProvider | None = None) -> None:
         self.config = config
         self.llm = llm if llm is not None else choose_llm(config.get("llm"))
         self.asr = asr if asr is not None else create("asr", config["asr"])
         self.tts = tts if tts is not None else create("tts", config["tts"])
         self.vad = vad if vad is not None else create("vad", config["vad"])
         self.registry = Registry.load(config.get("apps", {}).get("registry"))
-        self.sessions = set()
-        self._server_tools = []
+        self.sessions: set[Session] = set()
+        self._server_tools: list[Tool] = []
 
-    async def start(self):
+    async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""
         for provider in (self.vad, self.asr, self.tts, self.llm):
             await warm_up(provider)
 
     @property
-    def llm_configured(self):
+    def llm_configured(self) -> bool:
         return getattr(self.llm, "configured", True)
 
-    def set_server_tools(self, tools):
+    def set_server_tools(self, tools: Iterable[Tool]) -> None:
         """Tools of the server's own MCP processes, offered to every new session."""
         self._server_tools = list(tools)
 
-    def server_tools(self):
+    def server_tools(self) -> list[Tool]:
         return list(self._server_tools)
 
     # ---- hooks the sessions call ----
 
-    async def on_session_ready(self, session):
+    async def on_session_ready(self, session: Session) -> None:
         """After the hello: the session gets its App Runtime and starts at the default app."""
         self.sessions.add(session)
         runtime = session.runtime = AppRuntime(session, self.registry, self.config)
@@ -104,19 +114,19 @@ class Services:
             return  # a task was asked for, or the child is already talking: no opener
         await session.runtime.start_default(proto.SOURCE_DEFAULT_CHAT)
 
-    async def on_session_closed(self, session):
+    async def on_session_closed(self, session: Session) -> None:
         self.sessions.discard(session)
         if session.runtime is not None:
             session.runtime.close()
 
-    async def route_user_text(self, session, text, utterance=None):
+    async def route_user_text(self, session: Session, text: str, utterance: Utterance | None = None) -> None:
         """What a user's words lead to: the App Runtime routes by mode."""
         await session.runtime.route(text, utterance)
 
-    async def on_wake(self, session, text):
+    async def on_wake(self, session: Session, text: str) -> None:
         """A wake word arrived (listen detect)."""
         await session.runtime.on_wake(text)
 
-    async def on_listen_start(self, session):
+    async def on_listen_start(self, session: Session) -> None:
         """The device opened its microphone."""
         await session.runtime.on_listen_start()

@@ -1,6 +1,7 @@
 """Audio values that TTS providers hand to the pipeline."""
 import io
 import wave
+from typing import Iterable
 
 
 class AudioChunk:
@@ -9,12 +10,12 @@ class AudioChunk:
     __slots__ = ("pcm", "rate")
     text_only = False
 
-    def __init__(self, pcm, rate):
+    def __init__(self, pcm: bytes, rate: int) -> None:
         self.pcm = pcm
         self.rate = rate
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         return len(self.pcm) / 2 / self.rate
 
     def __repr__(self):
@@ -30,7 +31,7 @@ class TextOnly:
     __slots__ = ("text", "errors")
     text_only = True
 
-    def __init__(self, text, errors):
+    def __init__(self, text: str, errors: Iterable[str]) -> None:
         self.text = text
         self.errors = list(errors)
 
@@ -38,7 +39,7 @@ class TextOnly:
         return "TextOnly(%r, errors=%r)" % (self.text, self.errors)
 
 
-def wav_to_chunk(data):
+def wav_to_chunk(data: bytes) -> AudioChunk:
     """Parse WAV bytes into an AudioChunk (16-bit PCM; stereo is mixed down)."""
     with wave.open(io.BytesIO(data), "rb") as w:
         if w.getsampwidth() != 2:

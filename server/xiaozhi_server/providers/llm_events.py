@@ -10,7 +10,7 @@ class TextDelta:
     __slots__ = ("text",)
     kind = "text"
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.text = text
 
     def __repr__(self):
@@ -23,12 +23,13 @@ class ToolCall:
     __slots__ = ("id", "name", "arguments", "raw_arguments", "error")
     kind = "tool_call"
 
-    def __init__(self, id, name, raw_arguments):
+    def __init__(self, id: str, name: str, raw_arguments: str) -> None:
         import json
         self.id = id
         self.name = name
         self.raw_arguments = raw_arguments
-        self.error = None
+        self.error: str | None = None
+        self.arguments: dict | None
         try:
             args = json.loads(raw_arguments) if raw_arguments.strip() else {}
             if not isinstance(args, dict):
@@ -46,7 +47,7 @@ class Done:
     __slots__ = ("finish_reason",)
     kind = "done"
 
-    def __init__(self, finish_reason):
+    def __init__(self, finish_reason: str | None) -> None:
         self.finish_reason = finish_reason
 
     def __repr__(self):
@@ -59,7 +60,7 @@ class LlmError:
     __slots__ = ("reason", "message", "status")
     kind = "error"
 
-    def __init__(self, reason, message, status=None):
+    def __init__(self, reason: str, message: str, status: int | None = None) -> None:
         self.reason = reason
         self.message = message
         self.status = status

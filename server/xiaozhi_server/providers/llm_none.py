@@ -4,11 +4,17 @@ Config keys: `language` (en or zh; default: the script of the last user
 message). `choose_llm()` picks this provider when neither the config nor
 the environment names a model endpoint.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from .lang import language_of
 from .llm_events import Done, TextDelta
 from .registry import create, register
+
+if TYPE_CHECKING:
+    from .base import LlmProvider
 
 LINES = {
     "en": "No language model is configured on the server.",
@@ -39,7 +45,7 @@ class NoLlm:
         yield Done("stop")
 
 
-def choose_llm(config=None):
+def choose_llm(config: dict | None = None) -> LlmProvider:
     """The configured LLM provider: `config["type"]` if given, else openai when
     OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `none`."""
     config = dict(config or {})

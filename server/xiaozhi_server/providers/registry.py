@@ -8,6 +8,7 @@ that are imported on first use, so importing the registry stays cheap and
 the heavy model libraries load only when a provider is actually built.
 """
 import importlib
+from typing import Any, Callable
 
 KINDS = ("asr", "tts", "llm", "vad")
 
@@ -39,7 +40,7 @@ class ProviderUnavailable(ProviderError):
     """The provider exists but cannot run here (missing optional extra, model, binary)."""
 
 
-def register(kind, type_name):
+def register(kind: str, type_name: str) -> Callable[[type], type]:
     """Class decorator: make `type_name` buildable for `kind`."""
     if kind not in _registry:
         raise ProviderError("unknown provider kind %r (known kinds: %s)" % (kind, ", ".join(KINDS)))
@@ -62,7 +63,7 @@ def _load_builtins():
     _builtins_loaded = True
 
 
-def known_types(kind):
+def known_types(kind: str) -> list[str]:
     """Sorted type names registered for `kind`."""
     _load_builtins()
     if kind not in _registry:
@@ -70,7 +71,7 @@ def known_types(kind):
     return sorted(_registry[kind])
 
 
-def create(kind, config):
+def create(kind: str, config: dict) -> Any:
     """Build the `kind` provider that `config["type"]` names."""
     types = known_types(kind)
     if not isinstance(config, dict) or "type" not in config:

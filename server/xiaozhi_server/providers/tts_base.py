@@ -7,21 +7,25 @@ the one-chunk default. `max_chars` is the longest text the provider takes
 in one call: longer text is split by the caller (see text_split).
 """
 
+from typing import AsyncIterator
+
+from .audio import AudioChunk, TextOnly
+
 DEFAULT_MAX_CHARS = 500
 
 
 class TtsProvider:
     max_chars = DEFAULT_MAX_CHARS
 
-    def __init__(self, config):
+    def __init__(self, config: dict) -> None:
         self.config = config
         self.name = config.get("name") or config.get("type", type(self).__name__)
         self.max_chars = int(config.get("max_chars", self.max_chars))
 
-    async def synthesize(self, text, voice=None):
+    async def synthesize(self, text: str, voice: str | None = None) -> AudioChunk:
         raise NotImplementedError
 
-    async def stream(self, text, voice=None):
+    async def stream(self, text: str, voice: str | None = None) -> AsyncIterator[AudioChunk | TextOnly]:
         yield await self.synthesize(text, voice)
 
 
