@@ -5,7 +5,15 @@ base model, see whisper_model), `compute_type` (default int8), `threads`
 (CPU threads, default all cores), `beam_size` (default 1: greedy decoding
 keeps latency low), `language` (default None = detect; pass it when known,
 detection on short utterances is unreliable). The model loads once per
-process, lazily, and is shared by every session.
+process and is shared by every session; `warm_up()` loads it at start.
+
+An utterance of up to 30 s is one Whisper window: it goes straight to
+CTranslate2 with 10 s of silence after it, instead of faster-whisper's
+padding to the full 30 s. The encoder's cost grows with the frames it is
+given, so a 2 s question costs a fraction of a full window and reads the
+same (bench `voice` measures both). Much less silence than ~5 s makes
+Whisper repeat a short utterance until its token budget runs out. Longer
+audio goes through faster-whisper's own window-by-window transcribe.
 """
 import os
 import threading
@@ -13,8 +21,13 @@ import threading
 from .registry import register
 from .workers import run_blocking
 
-_models: dict = {}
+SAMPLE_RATE = 16000
+WINDOW_S = 30        # what Whisper's encoder sees at most
+PAD_S = 10           # silence given after an utterance (see above)
+
+_models = {}
 _models_lock = threading.Lock()
+_tokenizers = {}
 
 
 def load_model(model_dir, compute_type, threads):
@@ -27,6 +40,45 @@ def load_model(model_dir, compute_type, threads):
             model = WhisperModel(model_dir, device="cpu", compute_type=compute_type, cpu_threads=threads)
             _models[key] = model
         return model
+
+
+def _tokenizer(model, language):
+    """(tokenizer, tokens to suppress) for one language, built once per model."""
+    key = (id(model), language)
+    with _models_lock:
+        found = _tokenizers.get(key)
+        if found is None:
+            from faster_whisper.tokenizer import Tokenizer
+            from faster_whisper.transcribe import get_suppressed_tokens
+            tok = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=language)
+            found = _tokenizers[key] = (tok, list(get_suppressed_tokens(tok, [-1])))
+        return found
+
+
+def token_budget(seconds):
+    """New tokens allowed for `seconds` of audio: a hallucination loop stays short."""
+    return int(seconds * 12) + 16
+
+
+def decode_window(model, audio, language, beam_size):
+    """Text of float32 16 kHz audio of at most 30 s, decoded as one padded window."""
+    import ctranslate2
+    import numpy as np
+    fe = model.feature_extractor
+    pad = max(0, min(PAD_S * SAMPLE_RATE, WINDOW_S * SAMPLE_RATE - len(audio)))
+    features = fe(audio, padding=pad)[:, :fe.nb_max_frames]
+    encoded = model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[np.newaxis])))
+    if language is None:
+        if model.model.is_multilingual:
+            language = model.model.detect_language(encoded)[0][0][0][2:-2]   # "<|zh|>" -> "zh"
+        else:
+            language = "en"
+    tok, suppress = _tokenizer(model, language)
+    prompt = list(tok.sot_sequence) + [tok.no_timestamps]
+    result = model.model.generate(
+        encoded, [prompt], beam_size=beam_size, suppress_blank=True, suppress_tokens=suppress,
+        max_length=len(prompt) + token_budget(len(audio) / SAMPLE_RATE))[0]
+    return tok.decode(result.sequences_ids[0]).strip()
 
 
 @register("asr", "whisper")
@@ -49,13 +101,14 @@ class WhisperAsr:
         import numpy as np
         model = load_model(self.model_dir(), self.compute_type, self.threads)
         audio = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768.0
-        seconds = len(audio) / 16000.0
+        if len(audio) <= WINDOW_S * SAMPLE_RATE:
+            return decode_window(model, audio, language, self.beam_size)
         segments, _info = model.transcribe(
             audio, language=language, beam_size=self.beam_size,
             # One greedy pass without temperature retries, and a token budget
             # proportional to the audio, so a hallucination loop stays short.
             temperature=0.0, condition_on_previous_text=False, without_timestamps=True,
-            max_new_tokens=int(seconds * 12) + 16, vad_filter=False)
+            max_new_tokens=token_budget(WINDOW_S), vad_filter=False)
         return "".join(s.text for s in segments).strip()
 
     async def transcribe(self, pcm16k, language=None):
