@@ -176,7 +176,9 @@ int xz_mp3_play(const char *path) {
     if (len >= PATH_MAX_LEN || !M.running) return -1;
     if (M.state != XZ_MP3_IDLE) {
         xz_mp3_stop();
-        while (M.state != XZ_MP3_IDLE) vTaskDelay(pdMS_TO_TICKS(5));
+        /* One tick, not pdMS_TO_TICKS(5): at the port's 100 Hz that is 0
+         * ticks, a bare yield that would spin this task until the stop lands. */
+        while (M.state != XZ_MP3_IDLE) vTaskDelay(1);
     }
     memcpy(M.path, path, len + 1);
     M.state = XZ_MP3_PLAYING;
