@@ -25,7 +25,7 @@ for p in ("firmware/lib", "firmware"):
 import log  # noqa: E402
 import mqtt  # noqa: E402
 import proto  # noqa: E402
-from app import control  # noqa: E402
+from app.control import control  # noqa: E402
 
 
 async def main(port, device_id, user, password, work_ms, mode):

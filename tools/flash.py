@@ -121,7 +121,7 @@ def app_files():
     """{board path: local path} of what --app-only copies, laid out as the
     firmware imports it: lib modules and main.py at the root (the root is
     first on sys.path, before the frozen modules), hal without the host
-    simulation, app as a package."""
+    simulation, app as a package with its rooms (app/voice/, app/entry/, ...)."""
     out = {}
     for p in sorted((FIRMWARE / "lib").glob("*.py")):
         out[p.name] = p

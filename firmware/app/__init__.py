@@ -1,2 +1,3 @@
-# The device app: state machine, protocol client, device MCP server, SD
-# MP3 repeat player, power-off standby. See docs/firmware.md for the map.
+# The device app: main.py starts it, device.py ties the rooms together
+# (voice/, player/, entry/, control/, boot/), heap.py owns the load order.
+# See docs/firmware.md for the map.

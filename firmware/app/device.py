@@ -16,7 +16,7 @@
 #   next wake reconnects (and, if configured, a background retry with
 #   backoff).
 #
-# Entry channels (app/entry.py): boot resolution picks the first task, the
+# Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
 # task to the server (app/start_task); its answer comes back here.
 import asyncio
@@ -26,13 +26,15 @@ import os
 
 import log
 import proto
-from app import mcp_server, mp3_backend, player as player_mod, tools
+from app import heap
 from app.events import Bus
-from app.flag import Flag
+from app.player import mp3_backend, player as player_mod
 from app.power import PowerPath
-from app.protocol_client import Channel, Identity
-from app.reconnect import Backoff
-from app.state import DeviceState
+from app.voice import mcp_server, tools
+from app.voice.channel import Channel, Identity
+from app.voice.state import DeviceState
+from backoff import Backoff
+from flag import Flag
 
 try:
     from micropython import const
@@ -96,7 +98,7 @@ class Device:
         self._button = Flag()
         self.dropped_frames = 0      # downstream Opus that arrived while not speaking
         self.tools_listed = asyncio.Event()  # the server has read our last tools/list page
-        from app.entry import Entry
+        from app.entry.entry import Entry
         self.entry = Entry(self)
 
     # ---- events out ----
@@ -123,9 +125,8 @@ class Device:
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
         if self.cfg.get("ota_url"):
-            from app import ota
-            info = await ota.check(self.cfg["ota_url"], self.identity, b.clock, b.name, token=self.token)
-            del ota
+            info = await heap.load("app.boot.ota").check(self.cfg["ota_url"], self.identity, b.clock,
+                                                          b.name, token=self.token)
             if info is not None:
                 self.ws_url = info["url"]
                 self.token = info["token"] or self.token
@@ -149,9 +150,8 @@ class Device:
         btn = self.board.buttons.get("boot")
         if btn is not None:
             btn.irq(lambda _pin: self._button.set(), btn.IRQ_FALLING)
-        from app.entry import forget
-        for name in ("app.ota", "app.activation", "app.http"):
-            forget(name)  # asked once per boot: their heap is worth more to the MQTT side
+        for name in heap.AFTER_BOOT:
+            heap.forget(name)
         task, why = self.entry.boot_task()
         self.entry.start()
         if hasattr(gc, "mem_free"):  # MicroPython: the figure docs/entry.md quotes

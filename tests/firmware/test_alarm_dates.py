@@ -8,7 +8,7 @@ import hal.host
 from hal import civil
 import ds3231
 import proto
-from app.entry import Entry
+from app.entry.entry import Entry
 from app.events import Bus
 
 DAY = 86400

@@ -11,7 +11,7 @@ import hal.host
 from hal import civil, errors
 import ds3231
 import nvs_store
-from app import alarms
+from app.entry import alarms
 from test_alarm_dates import _Dev, state_dir, LESSON
 
 DAY = 86400
@@ -96,7 +96,7 @@ class World:
     def boot(self, advance):
         b = hal.host.board(self.d, exit_fn=lambda code: None, advance=advance)
         journal = nvs_store.RecordStore(b.nvs("xzalarms"), 2048).get("journal")
-        from app.entry import Entry
+        from app.entry.entry import Entry
         e = Entry(_Dev(b))
         now = e.now()
         task, why = e.boot_task()
@@ -210,7 +210,7 @@ def test_a_thousand_power_cuts_leave_alarms_consistent():
 def _two_alarms(d):
     b = hal.host.board(d, exit_fn=lambda code: None)
     ds3231.DS3231(b.i2c).set_time(T0)          # 06:00
-    from app.entry import Entry
+    from app.entry.entry import Entry
     e = Entry(_Dev(b))
     e.alarms.set({"alarm_id": "seven", "at": T0 + 3600, "pending_task": LESSON}, T0)
     e.alarms.set({"alarm_id": "eight", "at": T0 + 7200, "pending_task": LESSON2}, T0)
@@ -218,7 +218,7 @@ def _two_alarms(d):
 
 
 def test_every_cut_while_deleting_an_alarm_ends_with_it_deleted_and_no_early_lesson():
-    from app.entry import Entry
+    from app.entry.entry import Entry
     d = state_dir("del")
     b, e = _two_alarms(d)
     before = b.nvs_flash.writes

@@ -3,7 +3,7 @@ import json
 
 import t
 import proto
-from app.mcp_server import McpServer
+from app.voice.mcp_server import McpServer
 
 
 def _tools(log=None):

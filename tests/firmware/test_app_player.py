@@ -3,7 +3,7 @@
 import t
 import proto
 from hal.sdfs import CardFS
-from app.player import RepeatPlayer, PlayerError
+from app.player.player import RepeatPlayer, PlayerError
 
 
 class FakeClock:

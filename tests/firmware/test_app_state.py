@@ -1,7 +1,7 @@
 # The device state machine: legal moves applied and announced, illegal ones refused.
 import t
 import proto
-from app.state import DeviceState
+from app.voice.state import DeviceState
 
 
 def test_app_state_follows_the_schema_transitions():

@@ -5,9 +5,10 @@ import asyncio
 
 import t
 from hal.host.clock import HostClock
-from app.mp3_backend import ClockMp3
-from app import http, config
-from app.reconnect import Backoff
+import http_client as http
+from app.boot import config
+from app.player.mp3_backend import ClockMp3
+from backoff import Backoff
 from mp3info import mp3_duration_ms
 
 import sys

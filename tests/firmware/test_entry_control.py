@@ -5,7 +5,7 @@ import json
 import t
 import hal.host  # noqa: F401
 import proto
-from app import control
+from app.control import control
 
 
 def _ctl():

@@ -6,7 +6,7 @@ import proto
 import mqtt
 import ds3231
 import nvs_store
-from app import gateway, boot_resolver, alarms, commands
+from app.entry import gateway, boot_resolver, alarms, commands
 
 DAY = 86400
 MON = 4 * DAY   # 1970-01-05 was a Monday

@@ -10,7 +10,7 @@ import json
 import asyncio
 
 import log
-from app import http
+import http_client
 
 try:
     from micropython import const
@@ -31,7 +31,7 @@ async def wait_approved(url, headers, act, timeout_ms):
     body = json.dumps({"challenge": act.get("challenge") or ""})
     while left > 0:
         try:
-            status, _ = await http.request("POST", target, headers, body, timeout_ms)
+            status, _ = await http_client.request("POST", target, headers, body, timeout_ms)
         except (OSError, ValueError) as e:
             status = 0
             _log.warn("activation at %s failed: %s", target, e)

@@ -7,7 +7,7 @@
 #   info["mqtt"] -> {"url", "username", "password"} or None
 #
 # An answer with `activation` (the server does not know this device yet)
-# runs the stock activation flow (app/activation.py, loaded only then); once
+# runs the stock activation flow (app/boot/activation.py, loaded only then); once
 # a parent approved the code the check is asked again and now carries the
 # device's token and login. A device that has a token sends it
 # (Authorization), so the server knows it. Firmware upgrades are not
@@ -17,7 +17,7 @@ import json
 
 import log
 import proto
-from app import http
+import http_client
 
 _log = log.get("ota")
 
@@ -33,7 +33,7 @@ def system_info(identity, board_name):
 
 async def _ask(url, headers, body, timeout_ms):
     try:
-        status, data = await http.request("POST", url, headers, body, timeout_ms)
+        status, data = await http_client.request("POST", url, headers, body, timeout_ms)
     except (OSError, ValueError) as e:
         _log.warn("OTA check at %s failed: %s", url, e)
         return None
@@ -64,7 +64,7 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000, token
         return None
     clock.set_time(ans["server_time"]["timestamp"] // 1000)
     if ans.get("activation"):
-        from app import activation
+        from app.boot import activation
         if await activation.wait_approved(url, headers, ans["activation"], timeout_ms):
             ans = await _ask(url, headers, body, timeout_ms) or ans
     w = ans["websocket"]

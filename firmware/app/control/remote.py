@@ -1,5 +1,5 @@
 # The device's MQTT side: the client (lib/mqtt.py), control requests
-# (app/control.py) turned into gateway and alarm calls, acks, and reports
+# (app/control/control.py) turned into gateway and alarm calls, acks, and reports
 # on rpt/state for the parents' app. Loaded only when config.json names a
 # broker (mqtt.url).
 #
@@ -10,7 +10,8 @@ import asyncio
 
 import mqtt
 import proto
-from app import control as control_mod, gateway
+from app.control import control as control_mod
+from app.entry import gateway
 
 try:
     from micropython import const

@@ -7,14 +7,13 @@
 #   task, why = entry.boot_task()       # after Wi-Fi, before the first connect
 #   entry.start()                       # MQTT and the alarm watcher
 import asyncio
-import gc
-import sys
 
 import ds3231
 import log
 import nvs_store
 import proto
-from app.flag import Flag
+from app import heap
+from flag import Flag
 
 REC_PENDING = "pending"
 _ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/assets/commands.json")
@@ -22,18 +21,7 @@ _ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/asset
 _log = log.get("entry")
 
 
-def forget(name):
-    # Drop a module that has done its job, so the heap it holds (source
-    # compiled on the unix port) can be collected.
-    sys.modules.pop(name, None)
-    pkg, _, attr = name.rpartition(".")
-    parent = sys.modules.get(pkg)
-    if parent is not None and hasattr(parent, attr):
-        delattr(parent, attr)
-
-
-def _load_commands(path):
-    from app import commands as commands_mod
+def _load_commands(commands_mod, path):
     for p in ((path,) if path else _ASSET_PATHS):
         try:
             return commands_mod.load(p)
@@ -57,7 +45,7 @@ class Entry:
         self._alarms = None
         self._gateway = None
         self._commands = None
-        self.remote = None        # the MQTT side (app/remote.py) when configured
+        self.remote = None        # the MQTT side (app/control/remote.py) when configured
         self.late_acks = []      # (req_id, outcome) of cached commands run at boot
         self.late_reports = []   # (event, message) said before MQTT was connected
         self._alarm_flag = Flag()
@@ -69,10 +57,8 @@ class Entry:
     @property
     def gateway(self):
         if self._gateway is None:
-            gc.collect()   # compiled into the heap on the unix port: room first
-            from app import gateway as gateway_mod
-            from app.handoff import HandOff
-            self._gateway = gateway_mod.Gateway(HandOff(self.dev), self.dev.bus)
+            runner = heap.load("app.entry.handoff").HandOff(self.dev)
+            self._gateway = heap.load("app.entry.gateway").Gateway(runner, self.dev.bus)
         return self._gateway
 
     def player_event(self, event):
@@ -86,8 +72,7 @@ class Entry:
     @property
     def alarms(self):
         if self._alarms is None:
-            gc.collect()   # the unix port compiles the module into the heap: room first
-            from app import alarms as alarms_mod
+            alarms_mod = heap.load("app.entry.alarms")
             tz = int(self.dev.cfg.get("timezone_offset_min", 0)) * 60
             self._alarms = alarms_mod.Alarms(self.rtc, nvs_store.RecordStore(self.dev.board.nvs("xzalarms"), 2048),
                                              tz, pending_store=self.records)
@@ -102,8 +87,8 @@ class Entry:
     @property
     def commands(self):
         if self._commands is None:
-            from app import commands as commands_mod
-            self._commands = commands_mod.Commands(_load_commands(self.dev.cfg.get("commands_path")),
+            commands_mod = heap.load("app.entry.commands")
+            self._commands = commands_mod.Commands(_load_commands(commands_mod, self.dev.cfg.get("commands_path")),
                                                    self.clock, self.dev.player.files)
         return self._commands
 
@@ -130,16 +115,13 @@ class Entry:
             entry = self.alarms.boot(now)
             if entry is not None:
                 self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=now, what="fired")
-                from app.alarms import task_of
-                due = task_of(entry)
+                due = heap.load("app.entry.alarms").task_of(entry)
             self._alarms = None       # loaded again when the chip fires or SET_ALARM comes
-            forget("app.alarms")
-        gc.collect()   # the resolver reads the schema table: room for its longest line
-        from app import boot_resolver
-        t, why = boot_resolver.resolve(cause, self.records.get(self.REC_CACHED), self.records.get(REC_PENDING),
-                                       due)
-        del boot_resolver
-        forget("app.boot_resolver")   # runs once per boot
+            heap.forget("app.entry.alarms")
+        # The collection in load() also makes room for the schema table's longest line.
+        t, why = heap.load("app.entry.boot_resolver").resolve(
+            cause, self.records.get(self.REC_CACHED), self.records.get(REC_PENDING), due)
+        heap.forget("app.entry.boot_resolver")   # runs once per boot
         _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
         return t, why
 
@@ -180,10 +162,8 @@ class Entry:
             self._start_mqtt(url)
 
     def _start_mqtt(self, url):
-        # Imported only when MQTT is configured: on the unix port every
-        # module costs heap (on the board they are frozen into flash).
-        from app.remote import Remote
-        self.remote = Remote(self, url)
+        # Loaded only when MQTT is configured (app/heap.py).
+        self.remote = heap.load("app.control.remote").Remote(self, url)
 
     async def report(self, event, message=None):
         if self.remote is None:
@@ -205,8 +185,7 @@ class Entry:
             entry = self.alarms.fired(self.now())
             if entry is None:
                 continue
-            from app.alarms import task_of
-            t = task_of(entry)
+            t = heap.load("app.entry.alarms").task_of(entry)
             verdict, why = self.gateway.verdict(proto.SOURCE_SCHEDULE)
             if verdict == "refuse":
                 _log.warn("alarm %s skipped: %s", entry["alarm_id"], why)

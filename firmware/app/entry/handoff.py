@@ -7,8 +7,8 @@ import asyncio
 
 import log
 import proto
-from app.gateway import HandOffError
-from app.player import IDLE
+from app.entry.gateway import HandOffError
+from app.player.player import IDLE
 
 try:
     from micropython import const

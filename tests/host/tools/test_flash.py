@@ -123,12 +123,13 @@ def test_app_only_dry_run_skips_build_and_esptool_and_copies_the_app(tmp_path):
         "%s -m mpremote connect /dev/ttyACM0 reset" % PY,
     ]
     # what lands on the board: lib modules and main.py at the root, the
-    # esp32 HAL but not the host simulation, the app package, the version
+    # esp32 HAL but not the host simulation, the app package and its rooms, the version
     files = flash.app_files()
     assert "ws.py" in files and "proto.py" in files and "main.py" in files
     assert "hal/esp32/board.py" in files and "hal/__init__.py" in files
     assert not any(k.startswith("hal/host") for k in files)
-    assert "app/state.py" in files and not any("__pycache__" in k for k in files)
+    assert "app/voice/state.py" in files and "app/entry/__init__.py" in files   # the rooms, as packages
+    assert not any("__pycache__" in k for k in files)
     assert set(names) >= {"app", "hal", "main.py", "fwversion.py", "config.json", "assets"}
 
 

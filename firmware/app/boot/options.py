@@ -1,0 +1,60 @@
+# The board and its configuration, from the command line: asked once at
+# start, then dropped (app/heap.py).
+#
+#   micropython firmware/main.py [--state DIR] [--sd DIR] [--speed N]
+#                                [--advance SECONDS] [--config PATH]
+#                                [--json] [--no-console]
+#
+# Options matter on the host only (the board has one state: its flash):
+# --state is the simulated board's state directory (NVS, RTC, SD, and
+# config.json unless --config), --speed runs the simulated clock N times
+# faster than real time, --advance is the time that passed while the board
+# was off (an alarm that fell due meanwhile wakes it), --json prints one
+# JSON event per line on stdout (always on the board: its UART console
+# speaks that line protocol), --no-console leaves stdin alone.
+import sys
+
+import hal
+from app.boot import config as config_mod
+
+
+def parse_args(argv):
+    opts = {"state": "/tmp/xiaozhi-sim", "sd": None, "speed": None, "config": None,
+            "advance": None, "json": sys.platform == "esp32", "console": True}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--state", "--sd", "--speed", "--config", "--advance") and i + 1 < len(argv):
+            opts[a[2:]] = argv[i + 1]
+            i += 2
+            continue
+        if a == "--json":
+            opts["json"] = True
+        elif a == "--no-console":
+            opts["console"] = False
+        else:
+            raise ValueError("unknown option %s" % a)
+        i += 1
+    return opts
+
+
+def make_board(opts):
+    if sys.platform == "esp32":
+        return hal.board(), "/config.json"
+    state = opts["state"]
+    cfg_path = opts["config"] or state.rstrip("/") + "/config.json"
+    cfg = config_mod.load(cfg_path)
+    speed = float(opts["speed"]) if opts["speed"] else cfg.get("clock_speed", 1)
+    kw = {"state_dir": state, "speed": speed}
+    if opts["advance"]:
+        kw["advance"] = float(opts["advance"])
+    if opts["sd"]:
+        kw["sd_dir"] = opts["sd"]
+    return hal.board(**kw), cfg_path
+
+
+def start(argv):
+    """(options, board, configuration) for the command line argv."""
+    opts = parse_args(argv)
+    board, cfg_path = make_board(opts)
+    return opts, board, config_mod.load(cfg_path)

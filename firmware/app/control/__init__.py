@@ -1,0 +1,1 @@
+# The parents' control plane over MQTT, loaded only with mqtt.url.

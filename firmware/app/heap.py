@@ -1,0 +1,57 @@
+# The one owner of what the firmware holds in its heap, and when.
+#
+# On the board every module is frozen into flash and costs no heap. The
+# MicroPython unix port (the host simulation, -X heapsize=256K) compiles each
+# module from source into the heap instead, so the order matters there:
+#
+#   start()        firmware/main.py: the START modules, biggest first, with a
+#                  collection between them, so the compiler always finds
+#                  contiguous memory while the heap is young;
+#   load(name)     a module needed later, after a collection: the gateway and
+#                  hand-off (first task that is not the default chat), the
+#                  alarm table (a boot with alarms, the chip's INT, SET_ALARM),
+#                  the boot resolver (every boot), the options and the OTA
+#                  check (app/boot/, every boot), the command table (first
+#                  phrase), the MQTT side (only with mqtt.url);
+#   forget(name)   a module that has done its job: AFTER_BOOT (options,
+#                  configuration, OTA) once the boot is over, the boot resolver and the alarm table after the boot
+#                  used them (loaded again when needed).
+#
+# docs/firmware.md (Memory) and docs/entry.md (Memory) give the figures.
+import gc
+import sys
+
+START = ("proto", "ws", "log", "mp3info", "audio", "app.voice.channel", "app.player.player",
+         "app.voice.mcp_server", "app.entry.entry", "ds3231",
+         "nvs_store", "app.device", "app.console", "app.main")
+HOST_START = ("hal.host",)       # the simulated board, first and biggest
+# Asked once per boot: their heap is worth more to the MQTT side afterwards.
+AFTER_BOOT = ("app.boot.options", "app.boot.config", "app.boot.ota", "app.boot.activation",
+              "app.boot", "http_client")
+
+
+def start():
+    names = START if sys.platform == "esp32" else HOST_START + START
+    for name in names:
+        __import__(name)
+        gc.collect()
+
+
+def load(name):
+    """The module `name`, imported after a collection if it is not loaded."""
+    mod = sys.modules.get(name)
+    if mod is None:
+        gc.collect()
+        __import__(name)
+        mod = sys.modules[name]
+    return mod
+
+
+def forget(name):
+    """Drop a module (and its parent package's name for it), so the heap
+    its compiled code holds can be collected."""
+    sys.modules.pop(name, None)
+    pkg, _, attr = name.rpartition(".")
+    parent = sys.modules.get(pkg)
+    if parent is not None and hasattr(parent, attr):
+        delattr(parent, attr)

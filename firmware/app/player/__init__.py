@@ -1,0 +1,1 @@
+# The SD card's repeat player and its decoding backends.
