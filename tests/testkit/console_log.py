@@ -91,11 +91,11 @@ class ConsoleLog:
 
     def _done(self, event, since, fields, deadline, timeout):
         """The match, or None to wait on; raises when waiting cannot help."""
+        if self.bad:
+            raise AssertionError("%s printed a bad event line %r: %s" % ((self.name,) + self.bad[0]))
         i = self.index(event, since, **fields)
         if i is not None:
             return self.events[i]
-        if self.bad:
-            raise AssertionError("%s printed a bad event line %r: %s" % ((self.name,) + self.bad[0]))
         if self.ended or time.monotonic() >= deadline:
             raise AssertionError("no %s event %r %s; the last lines:\n%s" % (
                 event, fields, "before %s ended" % self.name if self.ended else "within %s s" % timeout,
