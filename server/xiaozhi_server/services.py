@@ -49,6 +49,14 @@ async def warm_up(provider: Any) -> None:
             log.warning("could not preload %s: %s", type(part).__name__, e)
 
 
+def _runtime(session: Session) -> AppRuntime:
+    """The session's App Runtime, which on_session_ready gives it before the
+    session passes on anything the device says."""
+    if session.runtime is None:
+        raise RuntimeError("session %s has no App Runtime yet" % session.id)
+    return session.runtime
+
+
 class Services:
     def __init__(self, config: dict, llm: LlmProvider | None = None, asr: AsrProvider | None = None,
                  tts: TtsLike | None = None, vad: VadProvider | None = None) -> None:
@@ -121,12 +129,12 @@ class Services:
 
     async def route_user_text(self, session: Session, text: str, utterance: Utterance | None = None) -> None:
         """What a user's words lead to: the App Runtime routes by mode."""
-        await session.runtime.route(text, utterance)
+        await _runtime(session).route(text, utterance)
 
     async def on_wake(self, session: Session, text: str) -> None:
         """A wake word arrived (listen detect)."""
-        await session.runtime.on_wake(text)
+        await _runtime(session).on_wake(text)
 
     async def on_listen_start(self, session: Session) -> None:
         """The device opened its microphone."""
-        await session.runtime.on_listen_start()
+        await _runtime(session).on_listen_start()

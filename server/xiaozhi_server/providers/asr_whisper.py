@@ -25,9 +25,9 @@ SAMPLE_RATE = 16000
 WINDOW_S = 30        # what Whisper's encoder sees at most
 PAD_S = 10           # silence given after an utterance (see above)
 
-_models = {}
+_models: dict = {}
 _models_lock = threading.Lock()
-_tokenizers = {}
+_tokenizers: dict = {}
 
 
 def load_model(model_dir, compute_type, threads):

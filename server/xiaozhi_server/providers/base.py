@@ -9,7 +9,7 @@ services.warm_up), an LLM's `configured` (False = the "no model" line).
 """
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Protocol, Sequence, Union
+from typing import Any, AsyncGenerator, AsyncIterator, Protocol, Sequence, Union
 
 from .audio import AudioChunk, TextOnly
 from .llm_events import Done, LlmError, TextDelta, ToolCall
@@ -48,7 +48,7 @@ class VadProvider(Protocol):
 
 class LlmProvider(Protocol):
     def stream_chat(self, messages: list[dict], tools: list[dict] | None = None,
-                    **options: Any) -> AsyncIterator[LlmEvent]:
+                    **options: Any) -> AsyncGenerator[LlmEvent, None]:
         ...
 
 

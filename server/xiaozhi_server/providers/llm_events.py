@@ -2,13 +2,15 @@
 
 Zero or more `TextDelta` and `ToolCall`, then exactly one of `Done` or
 `LlmError`. Tool calls are yielded whole (id, name, parsed arguments),
-once the model has finished sending their pieces.
+once the model has finished sending their pieces. `kind` tells them apart
+(a Literal, so the type checker narrows `ev.kind == "text"` as isinstance).
 """
+from typing import Literal
 
 
 class TextDelta:
     __slots__ = ("text",)
-    kind = "text"
+    kind: Literal["text"] = "text"
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -21,7 +23,7 @@ class ToolCall:
     """`arguments` is the parsed JSON object, or None when `raw_arguments` was not valid JSON."""
 
     __slots__ = ("id", "name", "arguments", "raw_arguments", "error")
-    kind = "tool_call"
+    kind: Literal["tool_call"] = "tool_call"
 
     def __init__(self, id: str, name: str, raw_arguments: str) -> None:
         import json
@@ -45,7 +47,7 @@ class ToolCall:
 
 class Done:
     __slots__ = ("finish_reason",)
-    kind = "done"
+    kind: Literal["done"] = "done"
 
     def __init__(self, finish_reason: str | None) -> None:
         self.finish_reason = finish_reason
@@ -58,7 +60,7 @@ class LlmError:
     """`reason` is one of: timeout, http, connection, bad_response, not_configured."""
 
     __slots__ = ("reason", "message", "status")
-    kind = "error"
+    kind: Literal["error"] = "error"
 
     def __init__(self, reason: str, message: str, status: int | None = None) -> None:
         self.reason = reason

@@ -11,13 +11,21 @@ if any, is the last thing spoken.
 `emotion` is set from the model's leading emoji once the first text
 arrives; `on_emotion` is called with it once per turn.
 """
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import json
 import logging
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from ..pipeline.emotion import split_emotion
 from ..pipeline.segmenter import SentenceSegmenter
+
+if TYPE_CHECKING:
+    from ..mcp.tools import Policy, ToolTable
+    from ..providers.base import LlmProvider
+    from ..providers.llm_events import LlmError
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +36,17 @@ FALLBACK_LINES = {
 
 
 class Dialogue:
-    def __init__(self, llm, tools, system_prompt, history_turns=10, max_rounds=4, language="zh"):
+    def __init__(self, llm: LlmProvider, tools: ToolTable, system_prompt: str, history_turns: int = 10,
+                 max_rounds: int = 4, language: str = "zh") -> None:
         self.llm = llm
         self.tools = tools
         self.system_prompt = system_prompt
-        self.history = []
+        self.history: list[dict] = []
         self.history_turns = history_turns
         self.max_rounds = max_rounds
         self.language = language
-        self.tool_policy = None      # None = every tool; else allowed names
-        self.last_error = None
+        self.tool_policy: Policy = None      # None = every tool; else allowed names
+        self.last_error: LlmError | None = None
 
     def _messages(self, turn=()):
         return [{"role": "system", "content": self.system_prompt}] + self.history + list(turn)
@@ -48,14 +57,15 @@ class Dialogue:
         if len(starts) > self.history_turns:
             self.history = self.history[starts[-self.history_turns]:]
 
-    def add_assistant_line(self, text):
+    def add_assistant_line(self, text: str) -> None:
         """Something the server said on its own (an opener) joins the history."""
         self.history.append({"role": "assistant", "content": text})
 
-    async def reply(self, user_text, on_emotion=None, gate=None):
+    async def reply(self, user_text: str, on_emotion: Callable[[str], Awaitable[None]] | None = None,
+                    gate: asyncio.Future | None = None) -> AsyncIterator[str]:
         """gate: a future; tools run and the turn joins the history only once
         it is True (a speculative turn the child went on from leaves no trace)."""
-        turn = [{"role": "user", "content": user_text}]
+        turn: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
         self._trim()
         language = "zh" if any("\u4e00" <= c <= "\u9fff" for c in user_text) else "en"
         emotion_sent = False

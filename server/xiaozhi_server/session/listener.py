@@ -20,14 +20,20 @@ the new words are joined to the old ones into one utterance. So a pause
 for breath does not cut the child off, and a real end of turn costs no
 more latency than the 300 ms decision.
 """
+from __future__ import annotations
+
 import asyncio
 import collections
 import logging
 import time
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ..pipeline.opus import OpusDecoder
 from ..pipeline.turn import EndOfTurnDetector
 from ..providers.workers import run_blocking, run_upstream
+
+if TYPE_CHECKING:
+    from ..providers.base import AsrProvider, VadProvider
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +44,8 @@ MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
 class Utterance:
     __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit")
 
-    def __init__(self, text, audio_ms, ended_at, asr_ms, commit=None):
+    def __init__(self, text: str, audio_ms: float, ended_at: float, asr_ms: float,
+                 commit: asyncio.Future | None = None) -> None:
         self.text = text
         self.audio_ms = audio_ms
         self.ended_at = ended_at   # time.monotonic() when the end of speech was decided
@@ -46,7 +53,7 @@ class Utterance:
         self.commit = commit       # None (final) or a future: True = heard to the end
 
 
-async def committed(utterance):
+async def committed(utterance: Utterance | None) -> bool:
     """True once the utterance is final (at once for push to talk and text)."""
     if utterance is None or utterance.commit is None:
         return True
@@ -66,24 +73,26 @@ class _Tentative:
 
 
 class Listener:
-    def __init__(self, vad_provider, asr, on_speech_start, on_utterance, vad_config=None, language=None):
+    def __init__(self, vad_provider: VadProvider, asr: AsrProvider, on_speech_start: Callable[[], Awaitable[None]],
+                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: dict | None = None,
+                 language: str | None = None) -> None:
         self.asr = asr
         self.language = language
         self._on_start = on_speech_start
         self._on_utterance = on_utterance
         self._vad_provider = vad_provider
         self._vad_cfg = dict(vad_config or {})
-        self.detector = None            # built on first audio (a few KB of VAD state)
+        self.detector: EndOfTurnDetector | None = None   # built on first audio (a few KB of VAD state)
         self.decoder = OpusDecoder()
         self.mode = "auto"
         self.active = False
-        self._frames = collections.deque()
+        self._frames: collections.deque[bytes] = collections.deque()
         self._wake = asyncio.Event()
-        self._task = None
-        self._asr_tasks = set()
+        self._task: asyncio.Task | None = None
+        self._asr_tasks: set[asyncio.Task] = set()
         self._manual = bytearray()     # push to talk: everything since listen start
         self._manual_speech = False
-        self._tentative = None
+        self._tentative: _Tentative | None = None
         self._prefix = b""             # words of a resumed utterance, joined to the next
         self.silence_ms = int(self._vad_cfg.get("silence_ms", 300))
         self.commit_ms = max(self.silence_ms, int(self._vad_cfg.get("commit_silence_ms", 700)))
@@ -95,7 +104,7 @@ class Listener:
         self._reset_detector = False
         self._judging = False
 
-    def start(self, mode="auto"):
+    def start(self, mode: str = "auto") -> None:
         self.mode = mode or "auto"
         self.active = True
         self._manual = bytearray()
@@ -103,7 +112,7 @@ class Listener:
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
-    async def stop(self):
+    async def stop(self) -> None:
         """listen stop: in manual mode the turn ends now with what was said."""
         self.active = False
         await self._drain_queue()
@@ -118,11 +127,11 @@ class Listener:
             self._manual_speech = False
 
     @property
-    def caught_up(self):
+    def caught_up(self) -> bool:
         """No audio received is still waiting for the VAD's verdict."""
         return not self._frames and not self._judging
 
-    def drop_pending(self):
+    def drop_pending(self) -> None:
         """The device detected its wake word: the audio it sent before saying so
         is the wake word itself (stock firmware sends it first), not words to
         answer. Frames not yet judged are dropped, a batch in the VAD reports
@@ -133,7 +142,7 @@ class Listener:
         self._manual = bytearray()
         self._manual_speech = False
 
-    def push(self, packet):
+    def push(self, packet: bytes | memoryview) -> None:
         """One upstream Opus packet (bytes or memoryview)."""
         if not self.active:
             return
@@ -273,7 +282,7 @@ class Listener:
             except Exception:
                 log.exception("audio processing failed; listening goes on")
 
-    async def close(self):
+    async def close(self) -> None:
         if self._tentative is not None:
             self._tentative.timer.cancel()
         for t in [self._task, *self._asr_tasks]:

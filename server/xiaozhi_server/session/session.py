@@ -16,11 +16,14 @@ Rules it keeps for the device's sake:
   an opener waits while push to talk is held and right after a wake word
   (stock firmware mutes its mic while the server speaks), see child_done().
 """
+from __future__ import annotations
+
 import asyncio
 import contextvars
 import logging
 import time
 import uuid
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol, cast
 
 from .. import protocol as proto
 from ..mcp.device_client import DeviceMcp
@@ -29,6 +32,22 @@ from ..pipeline.emotion import EMOTION_EMOJI
 from ..pipeline.speaker import Speaker
 from .dialogue import Dialogue
 from .listener import Listener, committed
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import AppRuntime
+    from ..services import Services
+    from .listener import Utterance
+
+
+class DeviceSocket(Protocol):
+    """The device's WebSocket as a session uses it (a websockets connection,
+    behind transport.ratelimit.LimitedConnection)."""
+
+    async def send(self, message: str | bytes) -> None: ...
+
+    async def close(self, code: int = 1000, reason: str = "") -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[str | bytes]: ...
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +70,8 @@ def _lang(text, default):
 
 
 class Session:
-    def __init__(self, ws, services, device_id, client_id, protocol_version=1, peer=None):
+    def __init__(self, ws: DeviceSocket, services: Services, device_id: str, client_id: str | None,
+                 protocol_version: int = 1, peer: str | None = None) -> None:
         self.ws = ws
         self.services = services
         self.cfg = services.config["session"]
@@ -61,22 +81,23 @@ class Session:
         self.version = protocol_version if protocol_version in (1, 2, 3) else 1
         self.peer = peer
         self.language = self.cfg.get("language", "zh")
-        self.hello = None
-        self.upstream = dict(proto.HELLO_DEFAULTS["audio_params"])   # what the device sends up
+        self.hello: dict | None = None
+        # what the device sends up
+        self.upstream: dict[str, Any] = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]))
         self.epoch = 0
         self._epoch_t = 0.0         # when the current epoch began (the last abort)
-        self.reply_task = None
-        self.reply_utterance = None     # the utterance the current reply answers
+        self.reply_task: asyncio.Task | None = None
+        self.reply_utterance: Utterance | None = None     # the utterance the current reply answers
         self.greeting = False
         self._ptt_free = asyncio.Event()    # cleared while push to talk is held
         self._ptt_free.set()
-        self._after_wake = None             # task: True = the child stayed quiet after the wake word
+        self._after_wake: asyncio.Task | None = None   # True = the child stayed quiet after the wake word
         self._last_audio_at = 0.0
         self.closed = False
         self.last_activity = time.monotonic()
         self.last_user_speech = 0.0     # when the user last spoke (VAD start or words)
         self.last_tts_stop = 0.0        # when we last sent tts stop
-        self.runtime = None             # the App Runtime, set by the services
+        self.runtime: AppRuntime | None = None             # the App Runtime, set by the services
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
                              vision=services.config.get("vision"))
@@ -84,17 +105,18 @@ class Session:
         self.dialogue = Dialogue(services.llm, self.tools, services.config["prompts"]["agent"],
                                  history_turns=self.cfg.get("history_turns", 10),
                                  max_rounds=self.cfg.get("max_tool_rounds", 4), language=self.language)
-        self.listener = None
-        self.rpc_handlers = {}      # method -> async fn(params) -> result (device requests)
-        self.turn_log = []          # per turn: latency figures (benchmarks read it)
-        self._tasks = set()
+        self.listener: Listener | None = None
+        # method -> async fn(params) -> result (device requests)
+        self.rpc_handlers: dict[str, Callable[[dict], Awaitable[Any]]] = {}
+        self.turn_log: list[dict] = []          # per turn: latency figures (benchmarks read it)
+        self._tasks: set[asyncio.Task] = set()
         self._t0 = time.monotonic()
         for tool in services.server_tools():
             self.tools.add(tool)
 
     # ---- sending ----
 
-    async def send_json(self, msg):
+    async def send_json(self, msg: dict) -> bool:
         """Validate and send one message; False if the connection is gone."""
         key = msg.get("type", "") + ":" + proto.DOWN
         sid = proto.WS_SCHEMAS.get(key) or proto.WS_SCHEMAS.get(msg.get("type", "") + ":both")
@@ -129,7 +151,7 @@ class Session:
             log.info("[%s] connection lost: %s", self.device_id, e)
         self.closed = True
 
-    def spawn(self, coro):
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """A background task of the session, never part of a reply (fresh context)."""
         t = asyncio.create_task(coro, context=contextvars.Context())
         self._tasks.add(t)
@@ -138,7 +160,7 @@ class Session:
 
     # ---- lifecycle ----
 
-    async def run(self):
+    async def run(self) -> None:
         log.info("[%s] connected from %s (protocol v%d)", self.device_id, self.peer, self.version)
         try:
             if not await self._handshake():
@@ -227,7 +249,7 @@ class Session:
         await self.services.on_session_closed(self)
         log.info("[%s] session %s closed", self.device_id, self.id)
 
-    async def close(self, reason="goodbye"):
+    async def close(self, reason: str = "goodbye") -> None:
         await self.send_json(proto.goodbye(session_id=self.id, reason=reason))
         self.closed = True
         await self.ws.close(1000, reason)
@@ -336,11 +358,11 @@ class Session:
         t = text.lower().strip(" ,.!?，。！？")
         return t in [w.lower() for w in self.cfg.get("wake_words", ())]
 
-    def is_exit_phrase(self, text):
+    def is_exit_phrase(self, text: str) -> bool:
         t = text.lower()
         return any(p.lower() in t for p in self.cfg.get("exit_phrases", ())) and len(t) <= 20
 
-    async def abort(self, reason):
+    async def abort(self, reason: str) -> None:
         """Stop speaking now; nothing of what was in flight may follow."""
         self.epoch += 1
         self._epoch_t = time.monotonic()
@@ -356,11 +378,11 @@ class Session:
             self.reply_task.cancel()
         self.reply_task = None
 
-    def in_reply(self):
+    def in_reply(self) -> bool:
         """True when called from inside the reply being spoken (a tool call)."""
         return self.reply_task is not None and _CURRENT_REPLY.get() is self.reply_task
 
-    async def say(self, text):
+    async def say(self, text: str) -> bool:
         """Speak one line as a reply of its own; True if it was heard to the end."""
         t = self.start_reply(self.speaker.say, text)
         try:
@@ -369,7 +391,7 @@ class Session:
             raise
         return t.done() and not t.cancelled() and t.exception() is None
 
-    def start_reply(self, coro_fn, *args):
+    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any) -> asyncio.Task:
         """Run one reply (cancelling any current one) in the current epoch."""
         self._cancel_reply()
         epoch = self.epoch
@@ -387,7 +409,7 @@ class Session:
         self.reply_task = asyncio.create_task(guarded())
         return self.reply_task
 
-    async def on_wake_word(self, text):
+    async def on_wake_word(self, text: str) -> None:
         """A wake word: a short greeting, but only if the child says nothing
         more. Stock firmware (and py-xiaozhi, and ours) mute the mic while the
         server speaks, so a greeting at once would swallow the words that
@@ -435,7 +457,7 @@ class Session:
                 pass
         return False
 
-    async def child_done(self):
+    async def child_done(self) -> None:
         """Until the child's turn is over: push to talk released, and the moment
         after a wake word settled (the child stayed quiet, or spoke and is being
         answered). What the server says on its own (opener, invitation) waits
@@ -485,17 +507,17 @@ class Session:
             self.reply_task.cancel()
             self.speaker.cancel()
 
-    def say_farewell(self, text):
+    def say_farewell(self, text: str) -> None:
         """The user said goodbye: answer, then end the session."""
         self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
 
-    async def wait_quiet(self):
+    async def wait_quiet(self) -> None:
         """Until the current reply (if any, and not the caller itself) is over."""
         t = self.reply_task
         if t is not None and not t.done() and not self.in_reply():
             await asyncio.wait({t})
 
-    async def chat_reply(self, text, utterance=None):
+    async def chat_reply(self, text: str, utterance: Utterance | None = None) -> None:
         """The CHAT path: the LLM's answer, spoken as it streams."""
         epoch = self.epoch
         self.reply_utterance = utterance
