@@ -85,15 +85,22 @@ class VadBatcher:
 
     def _serve(self):
         while True:
-            batch = [self._queue.get()]
+            batch = []
+            item = self._queue.get()
             while True:
+                # A request whose caller has gone (a session closed) is dropped; the
+                # rest can no longer be cancelled, so their results always land.
+                if item[2].set_running_or_notify_cancel():
+                    batch.append(item)
                 try:
-                    batch.append(self._queue.get_nowait())
+                    item = self._queue.get_nowait()
                 except queue.Empty:
                     break
+            if not batch:
+                continue
             try:
                 results = self._judge(batch)
-            except Exception as e:  # a failed call fails its requests, not the thread
+            except Exception as e:  # a failed call fails its requests, never the thread
                 for _s, _w, fut in batch:
                     fut.set_exception(e)
                 continue
