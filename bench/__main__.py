@@ -1,6 +1,8 @@
-"""python -m bench [--quick] [--sessions N] [section ...]
+"""python -m bench [--quick] [--sessions N,N,...] [section ...]
 
-Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge (default: all).
+Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge (default: all),
+and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--pid PID]
+[--token T]` drives any xiaozhi server with the concurrency section's load.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -15,6 +17,7 @@ import traceback
 from . import report
 
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge")
+ON_REQUEST = ("compare",)   # never part of "all": it needs a server's URL
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -23,7 +26,10 @@ TITLES = {
     "concurrency": "5. concurrent sessions over loopback WebSockets",
     "edge": "8. slow and flooding clients at the edge",
     "control": "7. control plane: a burst of API calls to one device",
+    "compare": "another xiaozhi server under the concurrency load",
 }
+DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
+COMPARE_SESSIONS = (1, 10, 50)
 CMODULE_TIMEOUT_S = 300
 
 
@@ -35,12 +41,25 @@ def sizes(args):
         "local": {"turns": 1 if q else 3},
         "cloud": {"devices": 2 if q else 4, "turns_per_device": 1 if q else 6},
         "turns": {"count": 8 if q else 24},
-        "concurrency": {"sessions": args.sessions or (10 if q else 200),
+        "concurrency": {"sessions": args.sessions or ((10,) if q else DEFAULT_SESSIONS),
                         "seconds": args.seconds or (4.0 if q else 30.0)},
+        "compare": {"url": args.url, "sessions": args.sessions or ((10,) if q else COMPARE_SESSIONS),
+                    "seconds": args.seconds or (4.0 if q else 30.0), "pid": args.pid, "token": args.token},
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
         "control": {"requests": 300 if q else 2000},
     }
+
+
+def _counts(text):
+    """--sessions 1,10,50 -> (1, 10, 50)"""
+    try:
+        counts = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError("a comma-separated list of session counts, not %r" % text)
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("session counts must be 1 or more, not %r" % text)
+    return counts
 
 
 def run_section(name, size):
@@ -59,6 +78,9 @@ def run_section(name, size):
     if name == "concurrency":
         from .concurrency import run_concurrency
         return asyncio.run(run_concurrency(**size))
+    if name == "compare":
+        from .concurrency import run_compare
+        return asyncio.run(run_compare(**size))
     if name == "edge":
         from .edge import run_edge
         return asyncio.run(run_edge(**size))
@@ -81,13 +103,19 @@ def main(argv=None):
     ap.add_argument("sections", nargs="*", metavar="section",
                     help="one or more of: %s (default: all)" % ", ".join(SECTIONS))
     ap.add_argument("--quick", action="store_true", help="small sizes, the whole run in about 30 s")
-    ap.add_argument("--sessions", type=int, default=0, help="concurrent sessions (default 200, quick 10)")
+    ap.add_argument("--sessions", type=_counts, default=(),
+                    help="concurrent sessions, one run per count (default 1,10,50,100,200; compare 1,10,50; quick 10)")
+    ap.add_argument("--url", help="compare: the xiaozhi WebSocket URL to drive")
+    ap.add_argument("--pid", type=int, help="compare: the server's process id, for its RSS")
+    ap.add_argument("--token", help="compare: sent as Authorization: Bearer TOKEN")
     ap.add_argument("--seconds", type=float, default=0.0, help="length of the concurrency run")
     ap.add_argument("--turns", type=int, default=0, help="turns for the overhead figure (default 60)")
     args = ap.parse_args(argv)
-    unknown = [s for s in args.sections if s not in SECTIONS]
+    unknown = [s for s in args.sections if s not in SECTIONS + ON_REQUEST]
     if unknown:
-        ap.error("unknown section(s) %s; choose from %s" % (", ".join(unknown), ", ".join(SECTIONS)))
+        ap.error("unknown section(s) %s; choose from %s" % (", ".join(unknown), ", ".join(SECTIONS + ON_REQUEST)))
+    if "compare" in args.sections and not (args.url or "").startswith(("ws://", "wss://")):
+        ap.error("compare needs --url ws://host:port/path/ of the server to drive")
     chosen = args.sections or list(SECTIONS)
     if args.quick and not args.sections:
         chosen = [s for s in SECTIONS if s != "cmodule"]   # it has no small size

@@ -20,6 +20,7 @@ from .speech import say, seconds
 
 QUESTION = "Can you tell me a short story about a little cat who likes to play?"
 ANSWER = "😊 Yes, I can."   # short, so each turn's reply plays quickly
+LOCAL_TARGET_MS = 800.0     # issue 15: a 3 s question answered offline within 0.8 s (p50)
 
 STAGES = (
     ("vad", "end of speech -> turn decided (silero VAD)"),
@@ -74,6 +75,6 @@ async def run_local(turns=3):
     figures.append(Figure("end of speech -> first frame sent (p50)", percentile([r["total"] for r in rows], 50),
                           "ms", note=note))
     figures.append(Figure("end of speech -> first frame at device (p50)",
-                          percentile([r["device"] for r in rows], 50), "ms",
+                          percentile([r["device"] for r in rows], 50), "ms", limit=LOCAL_TARGET_MS, better="le",
                           note="heard: %r" % (heard[-1] if heard else "")))
     return figures
