@@ -25,7 +25,7 @@ def _is_emoji(ch):
     return 0x1F300 <= o <= 0x1FAFF or 0x2600 <= o <= 0x27BF or o in (0xFE0F, 0x200D)
 
 
-def split_emotion(text):
+def split_emotion(text: str) -> tuple[str | None, str]:
     """(emotion or None, text without leading emoji) of the start of a reply."""
     s = text.lstrip()
     emotion = None
@@ -39,6 +39,6 @@ def split_emotion(text):
     return emotion or "happy", s[i:].lstrip()
 
 
-def strip_emoji(text):
+def strip_emoji(text: str) -> str:
     """Text without emoji: TTS would read their names aloud."""
     return "".join(c for c in text if not _is_emoji(c))

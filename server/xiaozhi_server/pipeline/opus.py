@@ -16,14 +16,14 @@ DOWN_RATE = 24000
 FRAME_MS = 60
 
 
-def frame_samples(rate, frame_ms=FRAME_MS):
+def frame_samples(rate: int, frame_ms: int = FRAME_MS) -> int:
     return rate * frame_ms // 1000
 
 
 class OpusDecoder:
     """Device frames to PCM (int16 little-endian mono); default 16 kHz, 60 ms."""
 
-    def __init__(self, rate=UP_RATE, frame_ms=FRAME_MS):
+    def __init__(self, rate: int = UP_RATE, frame_ms: int = FRAME_MS) -> None:
         self.rate = rate
         self.frame = frame_samples(rate, frame_ms)
         self._dec = opuslib.Decoder(rate, 1)
@@ -33,7 +33,7 @@ class OpusDecoder:
         self._ptr = ctypes.cast(self._pcm, _api.c_int16_pointer)
         self._bytes = memoryview(self._pcm).cast("B")
 
-    def decode(self, packet):
+    def decode(self, packet: bytes | memoryview) -> bytes:
         """PCM bytes of one Opus packet (an empty packet means a lost frame: concealed)."""
         data = bytes(packet) if packet else None
         n = _dec.libopus_decode(self._dec.decoder_state, data, len(data) if data else 0,
@@ -62,7 +62,7 @@ class OpusEncoder:
         self._view = memoryview(self._buf)
         self._fill = 0
 
-    def encode(self, pcm):
+    def encode(self, pcm: bytes | bytearray | memoryview) -> list[bytes]:
         frames = []
         src = memoryview(pcm)
         pos = 0
@@ -77,7 +77,7 @@ class OpusEncoder:
                 self._fill = 0
         return frames
 
-    def flush(self):
+    def flush(self) -> list[bytes]:
         """The last partial frame padded with silence, or [] if nothing is pending."""
         if not self._fill:
             return []
@@ -85,7 +85,7 @@ class OpusEncoder:
         self._fill = 0
         return [self._enc.encode(bytes(self._buf), self.frame)]
 
-    def reset(self):
+    def reset(self) -> None:
         """Drop pending audio (barge-in) so the next reply starts clean."""
         self._fill = 0
         self._enc.reset_state()

@@ -22,6 +22,7 @@ replaced by a virtual clock in tests and benchmarks.
 """
 import asyncio
 import time
+from typing import Awaitable, Callable
 
 
 def _wake(fut):
@@ -30,7 +31,9 @@ def _wake(fut):
 
 
 class Pacer:
-    def __init__(self, send, frame_ms=60, lead_frames=3, clock=time.monotonic, sleep=None, record=False):
+    def __init__(self, send: Callable[[bytes], Awaitable[None]], frame_ms: int = 60, lead_frames: int = 3,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] | None = None, record: bool = False) -> None:
         self._send = send
         self.frame = frame_ms / 1000.0
         self.lead = lead_frames
@@ -41,22 +44,22 @@ class Pacer:
         self.record = record
         self.reset()
 
-    def reset(self):
+    def reset(self) -> None:
         """Start a new reply: frame numbering restarts, a cancel is lifted."""
-        self._start = None
+        self._start: float | None = None
         self._n = 0
         self._cancelled.clear()
         self.frames = 0
         self.underruns = 0
         self.max_late = 0.0
         self.max_ahead = 0.0
-        self.records = []
+        self.records: list = []
 
     @property
-    def cancelled(self):
+    def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def cancel(self):
+    def cancel(self) -> None:
         self._cancelled.set()
         w = self._waiter
         if w is not None and not w.done():
@@ -83,7 +86,7 @@ class Pacer:
             self._waiter = None
         return self._cancelled.is_set()
 
-    async def send(self, frame):
+    async def send(self, frame: bytes) -> bool:
         """Send one frame when its time comes. False if the reply was cancelled."""
         if self._cancelled.is_set():
             return False
@@ -114,13 +117,13 @@ class Pacer:
             self.records.append((sent, ahead, late))
         return True
 
-    def play_end(self):
+    def play_end(self) -> float:
         """Clock time at which the device finishes the frames sent so far."""
         if self._start is None:
             return self._clock()
         return self._start + self._n * self.frame
 
-    async def drain(self, tail=0.0):
+    async def drain(self, tail: float = 0.0) -> bool:
         """Wait until the sent audio has played (plus `tail` s). False if cancelled."""
         delay = self.play_end() + tail - self._clock()
         if self._cancelled.is_set():

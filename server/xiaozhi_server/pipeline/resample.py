@@ -10,25 +10,25 @@ DEVICE_RATE = 24000
 
 
 class Resampler:
-    def __init__(self, in_rate, out_rate=DEVICE_RATE, quality="HQ"):
+    def __init__(self, in_rate: int, out_rate: int = DEVICE_RATE, quality: str = "HQ") -> None:
         self.in_rate = in_rate
         self.out_rate = out_rate
         self._stream = None if in_rate == out_rate else soxr.ResampleStream(
             in_rate, out_rate, 1, dtype="int16", quality=quality)
 
-    def process(self, pcm):
+    def process(self, pcm: bytes) -> bytes:
         if self._stream is None:
             return bytes(pcm)
         samples = np.frombuffer(pcm, dtype="<i2")
         return self._stream.resample_chunk(samples, last=False).tobytes()
 
-    def flush(self):
+    def flush(self) -> bytes:
         if self._stream is None:
             return b""
         return self._stream.resample_chunk(np.zeros(0, dtype="<i2"), last=True).tobytes()
 
 
-def resample_once(pcm, in_rate, out_rate=DEVICE_RATE):
+def resample_once(pcm: bytes, in_rate: int, out_rate: int = DEVICE_RATE) -> bytes:
     if in_rate == out_rate:
         return bytes(pcm)
     samples = np.frombuffer(pcm, dtype="<i2")

@@ -27,7 +27,7 @@ def _is_cjk(ch):
     return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
 
 
-def units(text):
+def units(text: str) -> int:
     """Han characters plus Latin/digit words: a rough measure of speaking time."""
     n = 0
     in_word = False
@@ -52,24 +52,24 @@ def _speakable(text):
 
 
 class SentenceSegmenter:
-    def __init__(self, first_clause_min=6, max_units=40):
+    def __init__(self, first_clause_min: int = 6, max_units: int = 40) -> None:
         self.first_clause_min = first_clause_min
         self.max_units = max_units
         self._buf = ""
         self._pos = 0  # next index of _buf to examine
         self._emitted = 0
 
-    def reset(self):
+    def reset(self) -> None:
         self._buf = ""
         self._pos = 0
         self._emitted = 0
 
-    def feed(self, delta):
+    def feed(self, delta: str) -> list[str]:
         """Sentences completed by this delta (possibly none)."""
         self._buf += delta
         return self._scan(final=False)
 
-    def flush(self):
+    def flush(self) -> list[str]:
         """Whatever is left at the end of the reply, as the last sentence."""
         out = self._scan(final=True)
         rest = self._buf.strip()

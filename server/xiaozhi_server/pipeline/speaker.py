@@ -13,9 +13,12 @@ its subtitle: nothing said is lost.
 Each reply has its own encoder and pacer: a cancelled reply that winds
 down late cannot disturb the next.
 """
+from __future__ import annotations
+
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from .. import protocol as proto
 from ..providers.workers import run_downstream
@@ -23,6 +26,9 @@ from .emotion import strip_emoji
 from .opus import OpusEncoder
 from .pacer import Pacer
 from .resample import DEVICE_RATE, Resampler
+
+if TYPE_CHECKING:
+    from ..providers.base import TtsLike
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +70,9 @@ class _Reply:
 
 
 class Speaker:
-    def __init__(self, tts, send_json, send_audio, session_id, lead_frames=3, rate=DEVICE_RATE):
+    def __init__(self, tts: TtsLike, send_json: Callable[[dict], Awaitable[bool]],
+                 send_audio: Callable[[bytes], Awaitable[None]], session_id: str, lead_frames: int = 3,
+                 rate: int = DEVICE_RATE) -> None:
         self.tts = tts
         self._send_json = send_json
         self._send_audio = send_audio
@@ -72,13 +80,13 @@ class Speaker:
         self.rate = rate
         self.lead_frames = lead_frames
         self.speaking = False
-        self.first_frame_at = None   # monotonic time the reply's first frame left
-        self.pacer = None            # the current reply's pacer (figures for benchmarks)
+        self.first_frame_at: float | None = None   # monotonic time the reply's first frame left
+        self.pacer: Pacer | None = None            # the current reply's pacer (figures for benchmarks)
         self.record = False          # pacers keep every frame's timing (benchmarks)
-        self.on_reply_end = None     # callable(pacer) after each reply, for figures
-        self._current = None
+        self.on_reply_end: Callable[[Pacer], None] | None = None   # after each reply, for figures
+        self._current: _Reply | None = None
 
-    def cancel(self):
+    def cancel(self) -> None:
         r = self._current
         if r is not None:
             r.pacer.cancel()
@@ -86,7 +94,7 @@ class Speaker:
                 r.producer.cancel()
 
     @property
-    def cancelled(self):
+    def cancelled(self) -> bool:
         return self._current is None or self._current.pacer.cancelled
 
     async def _encode(self, reply, resampler, pcm, last):
@@ -132,7 +140,7 @@ class Speaker:
             await close_stream(sentences)
             await queue.put((_END, None))
 
-    async def speak(self, sentences, gate=None):
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool:
         """True when everything was spoken and has played; False if cancelled.
 
         gate: a future; nothing is sent until it is True (synthesis starts at
@@ -140,7 +148,7 @@ class Speaker:
         reply = self._current = _Reply(self.rate, self._send_audio, self.lead_frames, self.record)
         self.pacer = reply.pacer
         self.first_frame_at = None
-        queue = asyncio.Queue(maxsize=16)
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=16)
         reply.producer = asyncio.create_task(self._produce(reply, sentences, queue))
         started = False
         try:
@@ -188,7 +196,7 @@ class Speaker:
             if self.on_reply_end is not None:
                 self.on_reply_end(reply.pacer)
 
-    async def say(self, text):
+    async def say(self, text: str) -> bool:
         """Speak one fixed text (an opener, an error line)."""
         async def one():
             yield text

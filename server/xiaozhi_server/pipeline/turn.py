@@ -26,7 +26,7 @@ RATE = 16000
 class TurnEvent:
     __slots__ = ("kind", "audio", "at_ms", "forced")
 
-    def __init__(self, kind, at_ms, audio=None, forced=False):
+    def __init__(self, kind: str, at_ms: int, audio: bytes | None = None, forced: bool = False) -> None:
         self.kind = kind
         self.at_ms = at_ms
         self.audio = audio
@@ -59,7 +59,7 @@ class EndOfTurnDetector:
         self._windows = 0   # windows in the current utterance
 
     @property
-    def onset(self):
+    def onset(self) -> bool:
         """Speech-like windows are being counted (not yet enough for a start)."""
         return not self.speaking and self._run > 0
 
@@ -98,13 +98,13 @@ class EndOfTurnDetector:
                 events.append(event)
         return events
 
-    def feed_sync(self, pcm):
+    def feed_sync(self, pcm: bytes) -> list[TurnEvent]:
         """Blocking: judge each window now, one model call per window."""
         _windows, raw = self.take(pcm)
         probs = [self.vad.probability(raw, k * self.window) for k in range(len(raw) // self.window)]
         return self.judge(probs, raw)
 
-    async def feed(self, pcm):
+    async def feed(self, pcm: bytes) -> list[TurnEvent]:
         """Windows cut in the upstream pool, judged with other streams' in one model call."""
         windows, raw = await run_upstream(self.take, pcm)
         probs = await self.vad.judge(windows) if len(windows) else []
@@ -140,7 +140,7 @@ class EndOfTurnDetector:
         self._run = self._quiet = self._windows = 0
         return TurnEvent("end", self._at_ms(), audio, forced)
 
-    def end_now(self):
+    def end_now(self) -> TurnEvent | None:
         """End the turn at once (push-to-talk release): the utterance so far, or None."""
         if not self.speaking:
             return None
