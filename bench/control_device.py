@@ -1,6 +1,6 @@
 """The board's MQTT side in a process of its own, for the control flood bench:
 the firmware's own client (firmware/lib/mqtt.py) and request handling
-(firmware/app/control.py) on CPython, logged in with the device's
+(firmware/app/control/control.py) on CPython, logged in with the device's
 credentials. Each request costs `work_ms` of the board's time, one at a
 time (the gateway hands one task at a time to the server).
 
@@ -8,7 +8,7 @@ time (the gateway hands one task at a time to the server).
 
 inline: the board's work is done before the PUBACK (the client reads
 nothing meanwhile: the broker's queue for us fills), the ack sent after;
-spawn: handled in a task of its own like app/remote.py does (PUBACK at
+spawn: handled in a task of its own like app/control/remote.py does (PUBACK at
 once: the board's tasks pile up).
 It prints one JSON line of totals when stdin closes.
 """

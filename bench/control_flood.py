@@ -8,7 +8,7 @@ Run with the control plane's pacing on (the default: 8 awaiting acks per
 device, 32 queued, 429 beyond) and off (`control.max_in_flight: 0`, how the
 server sent before), against a board that handles a request before its
 PUBACK (the broker's queue for it fills) and one that PUBACKs at once and
-piles the work up in tasks (what app/remote.py does).
+piles the work up in tasks (what app/control/remote.py does).
 
 Figures per run: the HTTP answers (202 sent, 429 refused), what the broker
 dropped (published minus what the board received; mosquitto queues at most

@@ -32,7 +32,7 @@ def _load_commands(commands_mod, path):
 
 
 class Entry:
-    # The record of an immediate MQTT command kept until it has run (app/remote.py
+    # The record of an immediate MQTT command kept until it has run (app/control/remote.py
     # writes it): a power cut or an unreachable server leaves it for the next boot.
     REC_CACHED = "mqtt_cmd"
 
