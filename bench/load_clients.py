@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import time
+import uuid
 
 FRAME_S = 0.06
 REPLY_TIMEOUT_S = 10.0
@@ -109,8 +110,10 @@ class LoadDevice:
     async def _open(self):
         import websockets
         from xiaozhi_server import protocol as proto
-        headers = {"Device-Id": "bench:load-%d" % self.index, "Client-Id": "bench-%d" % self.index,
-                   "Protocol-Version": "1"}
+        # A MAC and a UUID, as stock firmware sends them (stock servers key devices by MAC).
+        i = self.index
+        headers = {"Device-Id": "02:00:00:00:%02x:%02x" % (i >> 8 & 0xff, i & 0xff),
+                   "Client-Id": str(uuid.UUID(int=i + 1)), "Protocol-Version": "1"}
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
         self.ws = await websockets.connect(self.url, additional_headers=headers, open_timeout=30,
