@@ -4,8 +4,9 @@ headers: esp32/*.c and core/*.c against ESP-IDF (esp32s3, sdkconfig from
 the real Kconfig tree), 78/esp-opus and espressif/esp_audio_codec, and with
 --micropython also mod_xzaudio.c and mod_xzaudio_io.c (XZ_HAVE_IO=1)
 against MicroPython's ports/esp32 headers and our board's mpconfigboard.h.
-Host gcc -m32 -fsyntax-only, with the exact flags ESP-IDF's CMake gives
-(tools/esp32glue/idfproject.py says why and what that leaves out).
+Host gcc -m32 with the exact flags ESP-IDF's CMake gives, as far as
+assembly text (tools/esp32glue/idfproject.py says why and what that leaves
+out).
 
     tools/check_esp32_glue.py --idf ~/esp-idf --esp-opus ~/esp-opus \\
         --esp-audio-codec ~/esp-adf-libs/esp_audio_codec --micropython ~/micropython
@@ -124,8 +125,9 @@ def main(argv=None):
         print("MicroPython genhdr: %(qstrs)d qstrs, %(modules)d module(s) registered" % made)
     bad = 0
     for f in glue + binding:
-        bad += syntax_check(f, *cmds[f])
-    print("%d files compiled (-fsyntax-only), %d with errors or warnings" % (len(cmds), bad))
+        bad += compile_check(f, *cmds[f])
+    print("%d files compiled (to host assembly, not assembled), %d with errors or warnings"
+          % (len(cmds), bad))
     return 1 if bad else 0
 
 
@@ -310,10 +312,14 @@ def preprocessor(entry):
     return run
 
 
-def syntax_check(src, directory, command):
+def compile_check(src, directory, command):
+    """ESP-IDF's own command for SRC, taken as far as assembly text (-S):
+    the optimiser runs at the build's level, so its flow warnings
+    (uninitialised use, out-of-bounds, overflowing copies) are reported;
+    the output is host assembly and is thrown away, never assembled."""
     cc, flags = _flags(command)
-    r = subprocess.run([cc] + flags + ["-fdiagnostics-color=never", "-fsyntax-only", str(src)], cwd=directory,
-                       capture_output=True, text=True)
+    r = subprocess.run([cc] + flags + ["-fdiagnostics-color=never", "-S", "-o", os.devnull, str(src)],
+                       cwd=directory, capture_output=True, text=True)
     rel = os.path.relpath(src, ROOT) if Path(src).is_relative_to(ROOT) else str(src)
     diags = [l for l in r.stderr.splitlines() if re.search(r": (error|warning): ", l)]
     print("%-45s %s" % (rel, "ok" if r.returncode == 0 and not diags else "FAILED"))

@@ -5,9 +5,10 @@ There is no Xtensa compiler on the project's machines, so a host gcc with
 ESP-IDF's CMake runs kconfgen (the real sdkconfig.h for esp32s3 from the
 real Kconfig tree), resolves the components' requirements and writes
 compile_commands.json, so every include path and definition is the one an
-ESP-IDF build would use. The glue is then only parsed and type-checked
-(-fsyntax-only): Xtensa inline assembly in FreeRTOS headers is never
-assembled, and nothing is linked.
+ESP-IDF build would use. The glue is then compiled with those commands as
+far as assembly text (-S), for the host: Xtensa inline assembly in the
+FreeRTOS headers is copied as text and never assembled, no Xtensa code is
+generated, and nothing is linked.
 """
 import json
 import os
@@ -40,7 +41,7 @@ TARGET_MACROS = ("-D__XTENSA__=1 -D__xtensa__=1 -D__XTENSA_EL__=1 -D__XTENSA_WIN
                 "-U__UINT_LEAST32_TYPE__ -D__UINT_LEAST32_TYPE__='long unsigned int'")
 
 WRAPPER = """#!/bin/sh
-# Stands in for {prefix}{tool}: the glue check only configures and parses (docs/cmodule.md).
+# Stands in for {prefix}{tool}: the glue check configures and compiles to text only (docs/cmodule.md).
 [ "$1" = -dumpmachine ] && {{ echo {prefix_bare}; exit 0; }}
 for a do
   shift
