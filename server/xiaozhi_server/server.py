@@ -6,8 +6,11 @@ MQTT broker, the WebSocket endpoint and the HTTP endpoint.
     ...
     await server.stop()
 """
+from __future__ import annotations
+
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from . import config as configmod
 from . import logthrottle
@@ -16,6 +19,9 @@ from .services import Services
 from .transport.guard import fit_to_fd_limit
 from .transport.http_server import HttpServer
 from .transport.ws_server import WsServer
+
+if TYPE_CHECKING:
+    from .mcp.server_processes import ServerProcesses
 
 log = logging.getLogger(__name__)
 
@@ -31,16 +37,16 @@ LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access",
 DEVICE_LOG_BURST = 20
 
 
-def throttle_logs(interval_s):
+def throttle_logs(interval_s: float) -> None:
     logthrottle.throttle_loggers(DEVICE_LOGGERS, interval_s, DEVICE_LOG_BURST, by_first_arg=True)
     logthrottle.throttle_loggers(LIBRARY_LOGGERS, interval_s, DEVICE_LOG_BURST)
 
 
-def default_mcp_config():
+def default_mcp_config() -> str:
     return os.path.join(os.path.dirname(__file__), "data", "mcp_servers.json")
 
 
-async def start_server_tools(config, services):
+async def start_server_tools(config: dict, services: Services) -> ServerProcesses | None:
     """Start the server's own MCP processes and offer their tools to every new
     session; the ServerProcesses (close() them at the end), or None."""
     path = config.get("mcp_servers_file") or default_mcp_config()
@@ -100,7 +106,7 @@ class XiaozhiServer:
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)
 
-    async def start(self):
+    async def start(self) -> XiaozhiServer:
         await self.services.start()   # models and clients load before any device connects
         if self.broker is not None:
             await self.broker.start()
@@ -117,7 +123,7 @@ class XiaozhiServer:
         await self.http.start()
         return self
 
-    async def stop(self):
+    async def stop(self) -> None:
         await self.ws.stop()
         if self.pool is not None:
             await self.pool.stop()

@@ -6,6 +6,7 @@ Stock devices send headers; some clients can only use query parameters
 """
 import hmac
 import urllib.parse
+from typing import Callable, Mapping
 
 
 class Refusal(Exception):
@@ -15,14 +16,14 @@ class Refusal(Exception):
 class Identity:
     __slots__ = ("device_id", "client_id", "token", "version")
 
-    def __init__(self, device_id, client_id, token, version):
+    def __init__(self, device_id: str | None, client_id: str | None, token: str, version: int) -> None:
         self.device_id = device_id
         self.client_id = client_id
         self.token = token
         self.version = version
 
 
-def identify(path, headers):
+def identify(path: str, headers: Mapping[str, str]) -> Identity:
     """Device identity from the request headers, or the query string."""
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
 
@@ -43,7 +44,8 @@ def identify(path, headers):
     return Identity(pick("Device-Id", "device-id") or None, pick("Client-Id", "client-id") or None, token, version)
 
 
-def check(identity, auth_config, device_token_ok=None):
+def check(identity: Identity, auth_config: dict,
+          device_token_ok: Callable[[str | None, str], bool] | None = None) -> None:
     """Raise Refusal unless this identity may connect. With tokens configured,
     a device's own token (device_token_ok(device_id, token), given by the
     control plane to an activated device) is as good as a configured one."""

@@ -19,9 +19,13 @@ timeouts, body limit, connection cap); the device endpoints answer a
 browser's CORS preflight. The firmware version comes from the system info
 or a `<board>/<version>` User-Agent, never from a browser's User-Agent.
 """
+from __future__ import annotations
+
+import asyncio
 import logging
 import re
 import time
+from typing import TYPE_CHECKING, Callable
 
 from aiohttp import web
 
@@ -29,13 +33,16 @@ from .. import protocol as proto
 from ..logthrottle import LogThrottle
 from . import auth, http_edge
 
+if TYPE_CHECKING:
+    from ..services import Services
+
 log = logging.getLogger(__name__)
 
 # esp-box-3/1.5.6, host/0.1.0, bread-compact-wifi/1.6.0-beta: one token, a dotted version.
 _DEVICE_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*/v?([0-9]+(?:\.[0-9]+){1,3}(?:[-+][0-9A-Za-z.-]+)?)$")
 
 
-def agent_version(user_agent):
+def agent_version(user_agent: str | None) -> str | None:
     """The firmware version in a device's `<board>/<version>` User-Agent, or None.
     A browser's ("Mozilla/5.0 (X11; Linux x86_64) ...") names no firmware."""
     ua = (user_agent or "").strip()
@@ -56,7 +63,7 @@ def firmware_version(info, user_agent):
 
 
 class HttpServer:
-    def __init__(self, services, ws_url_for, broker_url=None):
+    def __init__(self, services: Services, ws_url_for: Callable[[str], str], broker_url: str | None = None) -> None:
         self.services = services
         cfg = services.config["server"]
         self.host = cfg["host"]
@@ -75,11 +82,11 @@ class HttpServer:
         self.app.router.add_route("*", "/xiaozhi/ota", self.ota)
         self.app.router.add_post("/xiaozhi/ota/activate", self.activate)
         self.app.router.add_get("/health", self.health)
-        self._runner = None
-        self._listener = None
+        self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
 
     @property
-    def ota_url(self):
+    def ota_url(self) -> str:
         return "http://%s:%d/xiaozhi/ota/" % (self.host, self.port)
 
     async def ota(self, request):
@@ -145,7 +152,7 @@ class HttpServer:
         per_worker = self.workers.sessions()
         return web.json_response({"status": "ok", "sessions": sum(per_worker), "workers": per_worker})
 
-    async def start(self):
+    async def start(self) -> HttpServer:
         # keepalive_timeout also closes a connection that sends no complete
         # request at all (aiohttp starts it at connect); the guard does the
         # same for its own count, and keeps the cap.
@@ -157,7 +164,7 @@ class HttpServer:
             self.port = self._listener.sockets[0].getsockname()[1]
         return self
 
-    async def stop(self):
+    async def stop(self) -> None:
         if self._listener is not None:
             self._listener.close()
         self.guard.stop()

@@ -15,10 +15,14 @@ The edge, before any session code runs:
   binary frames over the connection's rate are dropped, and a connection
   that keeps flooding is closed with 1008.
 """
+from __future__ import annotations
+
 import http
 import logging
+import socket
+from typing import TYPE_CHECKING
 
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, serve
 
 from .. import protocol as proto
 from ..logthrottle import LogThrottle
@@ -26,6 +30,9 @@ from ..session.session import Session
 from . import auth
 from .guard import ConnectionGuard, accept_burst
 from .ratelimit import LimitedConnection, RateStats
+
+if TYPE_CHECKING:
+    from ..services import Services
 
 log = logging.getLogger(__name__)
 # The websockets library logs every connection opened and closed at INFO:
@@ -52,7 +59,7 @@ class _GuardedConnection(ServerConnection):
 
 
 class WsServer:
-    def __init__(self, services):
+    def __init__(self, services: Services) -> None:
         self.services = services
         # fn(device_id, token) -> bool: a device's own token (the control plane sets it).
         self.device_token_ok = None
@@ -68,10 +75,10 @@ class WsServer:
                                      float(self.limits["log_interval_s"]))
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.rate_stats = RateStats()
-        self._servers = []
+        self._servers: list[Server] = []
 
     @property
-    def url(self):
+    def url(self) -> str:
         return "ws://%s:%d%s" % (self.host, self.port, self.path)
 
     def _process_request(self, connection, request):
@@ -106,7 +113,7 @@ class WsServer:
     def _connection_class(self):
         return type("GuardedConnection", (_GuardedConnection,), {"guard": self.guard})
 
-    async def start(self, sockets=None):
+    async def start(self, sockets: list[socket.socket] | None = None) -> WsServer:
         """Listen on host:port, or serve listening `sockets` made elsewhere
         (a worker's, inherited from the primary: shard/)."""
         kw = dict(process_request=self._process_request,
@@ -123,7 +130,7 @@ class WsServer:
             self.port = self._servers[0].sockets[0].getsockname()[1]
         return self
 
-    async def stop(self):
+    async def stop(self) -> None:
         for server in self._servers:
             server.close()
         for server in self._servers:
