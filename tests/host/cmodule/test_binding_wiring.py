@@ -51,3 +51,18 @@ def test_firmware_calls_only_what_the_binding_defines():
 def test_component_manifest_declares_the_codecs():
     yml = (XZ / "idf_component.yml").read_text()
     assert "espressif/esp_audio_codec" in yml and "esp-opus" in yml
+
+
+def test_audio_pins_agree_in_the_engine_the_binding_and_the_hardware_doc():
+    """The board's I2S wiring is written in three places: a board change
+    that missed one would start the codec on the wrong pins."""
+    engine = (XZ / "esp32" / "xz_engine.h").read_text()
+    default = re.search(r"#define XZ_PINS_DEFAULT \{(.*?)\}", engine).group(1)
+    pins = {k: int(v) for k, v in re.findall(r"\.(\w+) = (\d+)", default)}
+    binding = (XZ / "mod_xzaudio_io.c").read_text()
+    start_kw = {k: int(v) for k, v in re.findall(r"\{MP_QSTR_(\w+), MP_ARG_KW_ONLY \| MP_ARG_INT, "
+                                                 r"\{\.u_int = (\d+)\}\}", binding)}
+    assert start_kw == pins
+    doc = (ROOT / "docs" / "hardware.md").read_text()
+    for name in ("mclk", "bclk", "ws", "dout", "din"):
+        assert re.search(r"\|\s*I2S %s\b[^|]*\|\s*GPIO%d\s*\|" % (name.upper(), pins[name]), doc), name
