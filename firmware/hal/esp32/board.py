@@ -1,7 +1,8 @@
 # The Sening ESP32-S3 board: every HAL part built from machine/esp32/network.
 #
 # PINS are the GPIO numbers the board wiring uses; keep them in one place so
-# docs/hardware.md and this table can be compared line by line. The DS3231
+# docs/hardware.md and this table can be compared line by line. None is
+# checked against the Sening schematic yet (docs/hardware.md). The DS3231
 # INT line must sit on an RTC-capable GPIO (0..21 on the S3) to wake the
 # chip from deep sleep.
 import os

@@ -17,7 +17,8 @@ typedef struct {
     uint32_t rate;                 /* I2S rate for both directions (24000) */
 } xz_pins_t;
 
-/* Board wiring of the Sening xiaozhi ESP32-S3 (ES8311 codec). */
+/* Board wiring, unverified for the Sening board: these are xiaozhi-esp32's
+ * Lichuang ESP32-S3 pins (docs/hardware.md says what else that board needs). */
 #define XZ_PINS_DEFAULT {.mclk = 38, .bclk = 14, .ws = 13, .dout = 45, .din = 12, .rate = 24000}
 
 int xz_engine_start(const xz_pins_t *pins); /* 0 or an esp_err_t */
