@@ -15,16 +15,24 @@ when the broker comes back and when the device reports its state: only that
 device's, at most one round per RESEND_INTERVAL_S, so a stream of reports
 cannot turn into a stream of requests.
 """
+from __future__ import annotations
+
 import asyncio
 import logging
 import time
 import uuid
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from .. import protocol as proto
 from . import checks
 from . import store as st
 from .errors import BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed
 from .pacer import Pacer
+
+if TYPE_CHECKING:
+    from ..runtime.registry import Registry
+    from .devices import Devices
+    from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +49,11 @@ RESEND_INTERVAL_S = 30.0
 MAX_SCHEDULES = 8
 
 
-def new_req_id():
+def new_req_id() -> str:
     return "r" + uuid.uuid4().hex
 
 
-def new_alarm_id():
+def new_alarm_id() -> str:
     return "a" + uuid.uuid4().hex[:12]
 
 
@@ -54,33 +62,34 @@ def _now_ms():
 
 
 class ControlPlane:
-    def __init__(self, registry, store, make_link, devices=None, pacer=None):
+    def __init__(self, registry: Registry, store: Store, make_link: Callable[..., Any],
+                 devices: Devices | None = None, pacer: Pacer | None = None) -> None:
         """make_link(on_report, on_connect) -> an MqttLink-like object."""
         self.registry = registry
         self.store = store
         self.devices = devices
         self.pacer = pacer or Pacer()
         self.link = make_link(self._on_report, self._on_connect)
-        self._waiters = {}        # req_id -> Future of the ack
+        self._waiters: dict[str, asyncio.Future] = {}        # req_id -> Future of the ack
         self._resending = asyncio.Lock()
-        self._last_round = {}     # device_id -> monotonic time of its last report-driven round
+        self._last_round: dict[str, float] = {}     # device_id -> monotonic time of its last report-driven round
         self.acks_recorded = 0    # since start (logs, the bench: stored rows are pruned)
 
-    async def start(self):
+    async def start(self) -> ControlPlane:
         await self.store.open()
         if self.devices is not None:
             await self.devices.start()
         await self.link.start()
         return self
 
-    async def stop(self):
+    async def stop(self) -> None:
         await self.link.stop()
         for f in self._waiters.values():
             f.cancel()
         await self.store.close()
 
     @property
-    def broker_connected(self):
+    def broker_connected(self) -> bool:
         return self.link.connected.is_set()
 
     # ---- requests ----
@@ -120,7 +129,8 @@ class ControlPlane:
         await self.store.mark_sent(req_id)
         return req_id
 
-    async def start_task(self, device_id, app_id, task_id=None, params=None):
+    async def start_task(self, device_id: str, app_id: str, task_id: str | None = None,
+                         params: dict | None = None) -> dict:
         checks.device_id(device_id)
         task = checks.task(self.registry, app_id, task_id, params)
         payload = {"app_id": task.app_id, "task_id": task.id, "source": proto.SOURCE_MQTT_IMMEDIATE}
@@ -130,7 +140,7 @@ class ControlPlane:
         log.info("START_APP_TASK %s to %s (%s)", task.key, device_id, req_id)
         return {"req_id": req_id, "device_id": device_id, "action": proto.ACTION_START_APP_TASK, "payload": payload}
 
-    async def wait_ack(self, req_id, timeout_s):
+    async def wait_ack(self, req_id: str, timeout_s: float) -> dict | None:
         """The ack of a request sent by this server, or None after timeout_s."""
         fut = self._waiters.get(req_id)
         if fut is None:
@@ -190,7 +200,7 @@ class ControlPlane:
             raise
         return await self.get_schedule(device_id, alarm_id)
 
-    async def add_schedule(self, device_id, body):
+    async def add_schedule(self, device_id: str, body: object) -> dict:
         """Store a new schedule (a SET_ALARM payload, alarm_id optional) and send it:
         Conflict when the device has a live one with that alarm_id (decided by one
         conditional insert, so of concurrent creates exactly one wins)."""
@@ -206,7 +216,8 @@ class ControlPlane:
                                 % (device_id, MAX_SCHEDULES))
         return await self._write_and_send(device_id, sched["alarm_id"], write, "the schedule is stored")
 
-    async def update_schedule(self, device_id, alarm_id, body, if_match=None):
+    async def update_schedule(self, device_id: str, alarm_id: str, body: object,
+                              if_match: Collection[int] | str | None = None) -> dict:
         """Replace a live schedule's time and task; with if_match (revisions, or
         "*"), only while the stored revision is one of them (else PreconditionFailed)."""
         sched = self._schedule_of(device_id, body, alarm_id)
@@ -218,7 +229,8 @@ class ControlPlane:
             return await self._why_not(device_id, alarm_id, if_match)
         return await self._write_and_send(device_id, alarm_id, write, "the change is stored")
 
-    async def delete_schedule(self, device_id, alarm_id, if_match=None):
+    async def delete_schedule(self, device_id: str, alarm_id: str,
+                              if_match: Collection[int] | str | None = None) -> dict:
         """Mark it deleted and send UNSET_ALARM (kept for re-sending if the broker is down)."""
         checks.device_id(device_id)
         checks.text(alarm_id, "alarm_id")
@@ -263,7 +275,7 @@ class ControlPlane:
             log.info("%s %s to %s (%s)", action, sched["alarm_id"], sched["device_id"], req_id)
         return req_id
 
-    async def get_schedule(self, device_id, alarm_id):
+    async def get_schedule(self, device_id: str, alarm_id: str) -> dict:
         checks.device_id(device_id)
         checks.text(alarm_id, "alarm_id")
         s = await self.store.get_schedule(device_id, alarm_id)
@@ -271,7 +283,7 @@ class ControlPlane:
             raise NotFound("no schedule %s on device %s" % (alarm_id, device_id))
         return await self._with_ack(s)
 
-    async def list_schedules(self, device_id):
+    async def list_schedules(self, device_id: str) -> list[dict]:
         checks.device_id(device_id)
         return [await self._with_ack(s) for s in await self.store.list_schedules(device_id)]
 
@@ -280,7 +292,7 @@ class ControlPlane:
         s["last_ack"] = req["ack"] if req else None
         return s
 
-    async def device(self, device_id):
+    async def device(self, device_id: str) -> dict:
         checks.device_id(device_id)
         requests = await self.store.recent_requests(device_id, RECENT_ACKS)
         return {"device_id": device_id,
@@ -346,7 +358,7 @@ class ControlPlane:
     async def _on_connect(self):
         await self.resend_unacked()
 
-    async def resend_unacked(self, device_id=None, min_age_s=0.0):
+    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0) -> None:
         """Send again every schedule request of the device (or of all) that never
         got an ack (new req_id each time: the device acks a req_id once, so a
         repeat of the old one could go unanswered). A device with no free pacing
