@@ -48,6 +48,10 @@ def main(argv=None):
     a = parse_args(argv)
     build = Path(a.build).resolve()
     build.mkdir(parents=True, exist_ok=True)
+    missing_tools = [t for t in ("cmake", "ninja", "git", a.cc) if not shutil.which(t)]
+    if missing_tools:
+        return fail(2, "needs %s on PATH (Debian: cmake ninja-build git gcc-multilib)"
+                    % ", ".join(missing_tools))
     for name, spec in (("--idf", a.idf), ("--esp-opus", a.esp_opus),
                        ("--esp-audio-codec", a.esp_audio_codec), ("--newlib", a.newlib)):
         if not spec:
