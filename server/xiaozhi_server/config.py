@@ -8,6 +8,7 @@ client's own OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL).
 import copy
 import ipaddress
 import os
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -154,7 +155,8 @@ DEFAULTS = {
     },
 }
 
-ENV_OVERRIDES = {
+# variable -> (section, key, how its text becomes the setting)
+ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "XIAOZHI_HOST": ("server", "host", str),
     "XIAOZHI_WS_PORT": ("server", "ws_port", int),
     "XIAOZHI_HTTP_PORT": ("server", "http_port", int),
@@ -171,7 +173,7 @@ class ConfigError(Exception):
     pass
 
 
-def merge(base, over, where="config"):
+def merge(base: dict, over: dict | None, where: str = "config") -> dict:
     """Deep-merge `over` into a copy of `base`; unknown top-level sections are errors."""
     out = copy.deepcopy(base)
     for key, value in (over or {}).items():
@@ -182,11 +184,11 @@ def merge(base, over, where="config"):
     return out
 
 
-def load(path=None, env=None, write_default=True):
+def load(path: str | None = None, env: Mapping[str, str] | None = None, write_default: bool = True) -> dict:
     """The effective configuration as a dict."""
     env = os.environ if env is None else env
     path = path or DEFAULT_PATH
-    data = {}
+    data: dict = {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             try:
@@ -227,7 +229,7 @@ def _strings(cfg, section, key, what):
             raise ConfigError("%s.%s[%d] has spaces around it (they are never sent)" % (section, key, i))
 
 
-def check(cfg):
+def check(cfg: dict) -> None:
     """Refuse settings that would quietly weaken the server: `tokens: [""]`
     (the check would skip the empty token: auth off while a token seems set),
     a string instead of a list (its characters would become tokens), limits
@@ -242,7 +244,7 @@ def check(cfg):
             raise ConfigError("limits.%s must be a positive number, got %r" % (key, value))
 
 
-def write_defaults(path):
+def write_defaults(path: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write("# xiaozhi-apps server configuration (written with the defaults on first start).\n"
@@ -252,7 +254,7 @@ def write_defaults(path):
         yaml.safe_dump(DEFAULTS, f, allow_unicode=True, sort_keys=False)
 
 
-def cores():
+def cores() -> int:
     """The cores this process may run on (its CPU affinity, not the machine's count)."""
     try:
         return len(os.sched_getaffinity(0))
@@ -260,13 +262,13 @@ def cores():
         return os.cpu_count() or 1
 
 
-def worker_count(cfg, auto=1):
+def worker_count(cfg: dict, auto: int = 1) -> int:
     """server.workers as a number; "auto" is `auto` (the CLI passes cores())."""
     workers = cfg["server"].get("workers", "auto")
     return auto if workers == "auto" else int(workers)
 
 
-def is_loopback(host):
+def is_loopback(host: str | None) -> bool:
     """True only for an address on this machine's loopback (127.0.0.0/8, ::1)
     or the name localhost. A name like 127.evil.com is a DNS name like any
     other, so it is not loopback; neither is "" or 0.0.0.0 (every interface)."""

@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import time
+from typing import Mapping
 
 import anyio
 import mcp_types
@@ -300,14 +301,15 @@ class ServerProcess:
 class ServerProcesses:
     """Every enabled server from mcp_servers.json, and one tool table over them."""
 
-    def __init__(self, config_path=None, environ=None, specs=None):
+    def __init__(self, config_path: str | None = None, environ: Mapping[str, str] | None = None,
+                 specs: list[server_config.ServerSpec] | None = None) -> None:
         if specs is None:
             specs = server_config.load(config_path, environ)
         self.servers = [ServerProcess(s) for s in specs if s.enabled]
-        self._by_tool = {}
-        self._indexed = ()
+        self._by_tool: dict[str, ServerProcess] = {}
+        self._indexed: tuple[int, ...] = ()
 
-    async def start(self):
+    async def start(self) -> list[str]:
         """Start every server at once; the ones that fail are logged and skipped."""
         await asyncio.gather(*(s.start() for s in self.servers))
         self._index_tools()
@@ -325,7 +327,7 @@ class ServerProcesses:
         self._by_tool = table
         self._indexed = tuple(s.generation for s in self.servers)
 
-    def tools(self):
+    def tools(self) -> list[dict]:
         """Declarations of every tool, in the shape the tool table takes."""
         out = []
         for name, server in self._by_tool.items():
@@ -334,10 +336,11 @@ class ServerProcesses:
                         "inputSchema": tool.input_schema, "server": server.name})
         return out
 
-    def has_tool(self, name):
+    def has_tool(self, name: str) -> bool:
         return name in self._by_tool
 
-    async def call(self, name, arguments=None, timeout=None):
+    async def call(self, name: str, arguments: dict | None = None,
+                   timeout: float | None = None) -> tuple[str, bool]:
         """(text, is_error) of one tool call; never raises for a failure."""
         server = self._by_tool.get(name)
         if server is None:
@@ -348,7 +351,7 @@ class ServerProcesses:
             self._index_tools()
         return text, is_error
 
-    async def close(self):
+    async def close(self) -> None:
         """End every process (stdin closed, then the SDK's bounded kill)."""
         await asyncio.gather(*(s.close() for s in self.servers))
         self._by_tool = {}
