@@ -12,7 +12,8 @@
 # Clean session: the broker keeps nothing, so every (re)connect sends the
 # subscriptions again. Keepalive: PINGREQ when nothing was sent for half
 # the keepalive; no packet from the broker for 1.5 keepalives drops the
-# link. A lost link is retried with exponential backoff (1 s .. 30 s).
+# link. A lost link is retried with exponential backoff (1 s .. 30 s, with
+# jitter: lib/backoff.py, the schedule the server's control link uses too).
 #
 # Limits: an incoming packet larger than `max_packet` (default 16 KB + the
 # headers) is read and thrown away in chunks (on_oversize(topic_or_None,
@@ -23,6 +24,8 @@
 # `send_buf` bytes; a publish bigger than it is not sent (publish() says
 # False).
 import asyncio
+
+from backoff import Backoff
 
 try:
     from micropython import const
@@ -394,11 +397,11 @@ class MQTTClient:
 
     async def run(self):
         """Connect and serve forever, reconnecting with backoff."""
-        delay = 1000
+        backoff = Backoff(1000, 30000)
         while not self._stop:
             try:
                 await self.connect()
-                delay = 1000
+                backoff.reset()
                 if self.on_connect is not None:
                     asyncio.create_task(self.on_connect())
                 await self._serve()
@@ -409,8 +412,7 @@ class MQTTClient:
             self._close()
             if self._stop:
                 return
-            await asyncio.sleep(delay / 1000)
-            delay = min(delay * 2, 30000)
+            await asyncio.sleep(backoff.next_ms() / 1000)
 
     async def disconnect(self):
         self._stop = True

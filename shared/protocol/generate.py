@@ -16,6 +16,10 @@ binary.json (frame layouts). Outputs:
 
 gen/runtime.py is copied into both modules; lines between "# ---- server
 only ----" and "# ---- end server only ----" are left out of the board's.
+The other gen/*.py (logic both sides run the same way: the priority table,
+reconnect backoff) become modules of their own, firmware/lib/NAME.py and
+server/xiaozhi_server/protocol/NAME.py, so the board loads them only when
+needed; their `import proto` line becomes the server package's import.
 
 x- keywords:
   x-type, x-direction  a WebSocket message's "type" and up|down|both
@@ -44,6 +48,8 @@ OUT_SERVER = os.path.join(ROOT, "server", "xiaozhi_server", "protocol", "__init_
 OUT_SERVER_SCHEMAS = os.path.join(ROOT, "server", "xiaozhi_server", "protocol", "schemas.py")
 OUT_FIRMWARE_TABLE = os.path.join(ROOT, "firmware", "assets", "proto_schemas.txt")
 TABLE_FILE = "proto_schemas.txt"
+SHARED_MODULES = ("priority.py", "backoff.py")   # gen/NAME.py -> both sides' NAME.py
+SERVER_PROTO_IMPORT = "from .. import protocol as proto"
 
 # What the runtime validator checks. Anything else in a schema is an error,
 # so a schema can never promise a check the generated code does not make.
@@ -401,12 +407,26 @@ def emit_server_schemas(m):
             "SCHEMAS = " + pprint.pformat(full, width=100, sort_dicts=False) + "\n")
 
 
+def shared_modules():
+    """{path: text} of the gen/ modules both sides get as they are."""
+    out = {}
+    for name in SHARED_MODULES:
+        with open(os.path.join(HERE, "gen", name), encoding="utf-8") as f:
+            text = HEADER + f.read()
+        out[os.path.join(ROOT, "firmware", "lib", name)] = text
+        out[os.path.join(os.path.dirname(OUT_SERVER), name)] = "\n".join(
+            SERVER_PROTO_IMPORT if line == "import proto" else line for line in text.split("\n"))
+    return out
+
+
 def build():
     with open(os.path.join(HERE, "binary.json"), encoding="utf-8") as f:
         binary = json.load(f)
     m = gather(load_sources(), binary)
-    return {OUT_FIRMWARE: emit_core(m, table_in_file=True), OUT_FIRMWARE_TABLE: emit_table_file(m),
-            OUT_SERVER: emit_core(m), OUT_SERVER_SCHEMAS: emit_server_schemas(m)}
+    out = {OUT_FIRMWARE: emit_core(m, table_in_file=True), OUT_FIRMWARE_TABLE: emit_table_file(m),
+           OUT_SERVER: emit_core(m), OUT_SERVER_SCHEMAS: emit_server_schemas(m)}
+    out.update(shared_modules())
+    return out
 
 
 def main(argv):

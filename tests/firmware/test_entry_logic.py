@@ -6,26 +6,28 @@ import proto
 import mqtt
 import ds3231
 import nvs_store
+import priority
 from app.entry import gateway, boot_resolver, alarms, commands
+from app.entry.task import task as make_task
 
 DAY = 86400
 MON = 4 * DAY   # 1970-01-05 was a Monday
 
 
 def _cur(source, app="english_learning", task="repeater"):
-    return gateway.task(app, task, {}, source)
+    return make_task(app, task, {}, source)
 
 
 def test_priorities_preempt_replace_refuse():
-    t.eq(gateway.decide(_cur("voice"), "mqtt_immediate")[0], gateway.PREEMPT)
-    t.eq(gateway.decide(_cur("voice"), "schedule")[0], gateway.PREEMPT)
-    t.eq(gateway.decide(_cur("default_chat"), "voice")[0], gateway.PREEMPT)
-    t.eq(gateway.decide(_cur("mqtt_immediate"), "mqtt_immediate")[0], gateway.REPLACE)
+    t.eq(gateway.decide(_cur("voice"), "mqtt_immediate")[0], priority.PREEMPT)
+    t.eq(gateway.decide(_cur("voice"), "schedule")[0], priority.PREEMPT)
+    t.eq(gateway.decide(_cur("default_chat"), "voice")[0], priority.PREEMPT)
+    t.eq(gateway.decide(_cur("mqtt_immediate"), "mqtt_immediate")[0], priority.REPLACE)
     v, why = gateway.decide(_cur("mqtt_immediate"), "voice")
-    t.eq(v, gateway.REFUSE)
+    t.eq(v, priority.REFUSE)
     t.true("english_learning.repeater" in why and "mqtt_immediate" in why, why)
-    t.eq(gateway.decide(_cur("schedule"), "voice")[0], gateway.REFUSE)
-    t.eq(gateway.decide(_cur("mqtt_immediate"), "schedule")[0], gateway.REFUSE)
+    t.eq(gateway.decide(_cur("schedule"), "voice")[0], priority.REFUSE)
+    t.eq(gateway.decide(_cur("mqtt_immediate"), "schedule")[0], priority.REFUSE)
 
 
 def _pending(app, task, source, alarm_id=None):

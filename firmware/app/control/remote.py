@@ -9,9 +9,9 @@
 import asyncio
 
 import mqtt
+import priority
 import proto
 from app.control import control as control_mod
-from app.entry import gateway
 
 try:
     from micropython import const
@@ -105,7 +105,7 @@ class Remote:
     async def _start_app_task(self, req):
         p = req["payload"]
         verdict, why = self.gateway.verdict(proto.SOURCE_MQTT_IMMEDIATE)
-        if verdict == gateway.REFUSE:
+        if verdict == priority.REFUSE:
             return proto.ACK_REFUSED, "busy", why
         # Kept until it has run: a power cut or an unreachable server leaves
         # it for the next boot (boot order, rule 1).

@@ -28,6 +28,7 @@
 # lose a lesson but never run it twice or early. Limits: MAX_ALARMS entries.
 import log
 import proto
+from app.entry.task import task
 from hal import civil
 
 try:
@@ -115,8 +116,7 @@ def same_task(a, b):
 def task_of(entry):
     """The gateway's task shape for an alarm's entry."""
     tk = entry["task"]
-    return {"app_id": tk["app_id"], "task_id": tk["task_id"], "params": tk.get("params") or {},
-            "source": proto.SOURCE_SCHEDULE, "alarm_id": entry["alarm_id"]}
+    return task(tk["app_id"], tk["task_id"], tk.get("params"), proto.SOURCE_SCHEDULE, entry["alarm_id"])
 
 
 class Alarms:

@@ -12,21 +12,10 @@
 # which lesson waits for the next alarm (a lesson set for 7:00 does not
 # start at a 6:00 reboot, nor at a wake a month early).
 import proto
+from app.entry.task import default_task, is_default, task
 
 
 _NEVER_RUN = (proto.SOURCE_SCHEDULE, proto.SOURCE_DEFAULT_CHAT)
-
-
-def _task(app_id, task_id, params, source, alarm_id=None):
-    # The gateway's task shape, built here so a plain boot loads no gateway.
-    t = {"app_id": app_id, "task_id": task_id, "params": params or {}, "source": source}
-    if alarm_id is not None:
-        t["alarm_id"] = alarm_id
-    return t
-
-
-def _is_default(t):
-    return t["app_id"] == proto.DEFAULT_APP_ID and t["task_id"] == proto.DEFAULT_TASK_ID
 
 
 def valid(rec):
@@ -37,21 +26,21 @@ def resolve(wake_cause, cached, pending, alarm_task=None):
     """(task, why). cached/pending are NVS records (or None); alarm_task is
     the task of the alarm that is due now (or None)."""
     if isinstance(cached, dict) and proto.validate("mqtt.start_app_task", _strip(cached)) is None:
-        return _task(cached["app_id"], cached["task_id"], cached.get("params"),
-                     proto.SOURCE_MQTT_IMMEDIATE), "cached_mqtt"
+        return task(cached["app_id"], cached["task_id"], cached.get("params"),
+                    proto.SOURCE_MQTT_IMMEDIATE), "cached_mqtt"
     if alarm_task is not None:
-        if not _is_default(alarm_task):
-            return _task(alarm_task["app_id"], alarm_task["task_id"], alarm_task.get("params"),
-                         proto.SOURCE_SCHEDULE, alarm_task.get("alarm_id")), "alarm"
+        if not is_default(alarm_task):
+            return task(alarm_task["app_id"], alarm_task["task_id"], alarm_task.get("params"),
+                        proto.SOURCE_SCHEDULE, alarm_task.get("alarm_id")), "alarm"
     elif wake_cause == proto.WAKE_ALARM:
-        return _task(proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, {}, proto.SOURCE_DEFAULT_CHAT), "not_due"
+        return default_task(), "not_due"
     # Schedule and default pendings never run from here: not even validated
     # (the schema table costs the unix port's heap about 7 KB).
     if isinstance(pending, dict) and pending.get("source") not in _NEVER_RUN and valid(pending) and \
-            not _is_default(pending):
-        return _task(pending["app_id"], pending["task_id"], pending.get("params"),
-                     pending["source"]), "pending"
-    return _task(proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, {}, proto.SOURCE_DEFAULT_CHAT), "default"
+            not is_default(pending):
+        return task(pending["app_id"], pending["task_id"], pending.get("params"),
+                    pending["source"]), "pending"
+    return default_task(), "default"
 
 
 def _strip(rec):

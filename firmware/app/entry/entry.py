@@ -122,6 +122,7 @@ class Entry:
         t, why = heap.load("app.entry.boot_resolver").resolve(
             cause, self.records.get(self.REC_CACHED), self.records.get(REC_PENDING), due)
         heap.forget("app.entry.boot_resolver")   # runs once per boot
+        heap.forget("app.entry.task")            # the gateway loads it again
         _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
         return t, why
 

@@ -1,8 +1,9 @@
 # The entry gateway: every channel (MQTT, alarm, offline words, wake word,
 # boot) starts a task through start_app_task(app_id, task_id, params,
-# source). Priorities come from proto.SOURCE_PRIORITY (mqtt_immediate 3,
-# schedule 2, voice 1, default_chat 0): higher preempts, equal replaces
-# (last wins), lower is refused with a reason. A finished task holds no
+# source). The priority table (lib/priority.py, generated: the server
+# decides with the same code) ranks mqtt_immediate 3, schedule 2, voice 1,
+# default_chat 0: higher preempts, equal replaces (last wins), lower is
+# refused with a reason. A finished task holds no
 # priority any more: the device is back in the default chat.
 #
 #   gw = Gateway(runner)        # await runner.stop_all(), await runner.hand_off(task),
@@ -26,11 +27,10 @@
 import asyncio
 
 import log
+import priority
 import proto
-
-PREEMPT = "preempt"
-REPLACE = "replace"
-REFUSE = "refuse"
+from app.entry.task import default_task, is_default, key, task
+from priority import REFUSE
 
 _log = log.get("gateway")
 
@@ -45,38 +45,11 @@ class HandOffError(Exception):
         self.message = message
 
 
-def task(app_id, task_id, params=None, source=proto.SOURCE_VOICE, alarm_id=None):
-    t = {"app_id": app_id, "task_id": task_id, "params": params or {}, "source": source}
-    if alarm_id is not None:
-        t["alarm_id"] = alarm_id
-    return t
-
-
-def default_task(source=proto.SOURCE_DEFAULT_CHAT):
-    return task(proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID, {}, source)
-
-
-def is_default(t):
-    return t is not None and t["app_id"] == proto.DEFAULT_APP_ID and \
-        t["task_id"] == proto.DEFAULT_TASK_ID
-
-
-def key(t):
-    return "%s.%s" % (t["app_id"], t["task_id"])
-
-
 def decide(current, source):
-    """(verdict, reason) for a request from `source` while `current` runs."""
-    new_p = proto.SOURCE_PRIORITY[source]
+    """(verdict, reason) for a request from `source` while task `current` runs."""
     if current is None:
-        return PREEMPT, "nothing runs"
-    cur_p = proto.SOURCE_PRIORITY[current["source"]]
-    if new_p > cur_p:
-        return PREEMPT, "%s outranks %s" % (source, current["source"])
-    if new_p == cur_p:
-        return REPLACE, "same priority: last wins"
-    return REFUSE, "%s started by %s (priority %d) is running; %s has priority %d" % (
-        key(current), current["source"], cur_p, source, new_p)
+        return priority.decide(None, source)
+    return priority.decide(current["source"], source, key(current))
 
 
 def outcome(code, reason, message, mode=None):

@@ -16,6 +16,7 @@ import logging
 import aiomqtt
 
 from .. import protocol as proto
+from ..protocol.backoff import Backoff
 from .errors import BrokerUnavailable
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,8 @@ class MqttLink:
         self.username, self.password = username, password
         self.on_report = on_report
         self.on_connect = on_connect
-        self.backoff_first_s = backoff_first_s
-        self.backoff_max_s = backoff_max_s
+        # The board's reconnect schedule (protocol/backoff.py, generated for both sides).
+        self.backoff = Backoff(int(backoff_first_s * 1000), int(backoff_max_s * 1000))
         self.keepalive_s = keepalive_s
         self.connected = asyncio.Event()
         self.connects = 0          # how many times a connection came up (tests, logs)
@@ -84,7 +85,6 @@ class MqttLink:
             raise BrokerUnavailable("publishing to the MQTT broker at %s:%d failed: %s" % (self.host, self.port, e))
 
     async def _run(self):
-        delay = self.backoff_first_s
         while True:
             try:
                 async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
@@ -94,7 +94,7 @@ class MqttLink:
                     self._client = client
                     self.connected.set()
                     self.connects += 1
-                    delay = self.backoff_first_s
+                    self.backoff.reset()
                     log.info("control plane connected to MQTT %s:%d", self.host, self.port)
                     if self.on_connect is not None:
                         self._spawn(self.on_connect())
@@ -104,12 +104,11 @@ class MqttLink:
                 if self.connected.is_set():
                     log.warning("lost the MQTT broker %s:%d (%s); reconnecting", self.host, self.port, e)
                 else:
-                    log.debug("MQTT broker %s:%d: %s; next try in %.1f s", self.host, self.port, e, delay)
+                    log.debug("MQTT broker %s:%d: %s; trying again", self.host, self.port, e)
             finally:
                 self.connected.clear()
                 self._client = None
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.backoff_max_s)
+            await asyncio.sleep(self.backoff.next_ms() / 1000)
 
     def _dispatch(self, message):
         where = report_of(message.topic.value)

@@ -4,7 +4,8 @@
 every channel — LLM tools (source voice), the device's `app/start_task`
 requests (MQTT, alarms, offline words, arbitrated on the device first) and
 control-plane calls. It checks ids and params, applies the priority table
-(priority.py), checks that the files its params name are on the device,
+(protocol/priority.py, generated: the board decides with the same code),
+checks that the files its params name are on the device,
 stops the running task through one generic stop path (cancel the reply,
 run the task's stop_skills), switches mode, tool policy and system prompt,
 then runs the new task's skills. A request from outside a reply (the
@@ -33,7 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import protocol as proto
-from . import priority
+from ..protocol import priority
 from .modes import HANDLERS
 from .proactive import Proactive
 from .prompts import system_prompt
@@ -131,7 +132,7 @@ class AppRuntime:
             raise TaskError(proto.RPC_INVALID_PARAMS, "%s: %s" % (task.key, err))
         was_explicit, self.explicit = self.explicit, True
         running = await self._current_running()
-        verdict, why = priority.decide(self.source, source, running)
+        verdict, why = priority.decide(self.source if running else None, source)
         self.history.append((time.monotonic(), task.key, source, verdict))
         if verdict == priority.REFUSE:
             log.info("[%s] refused %s from %s: %s", self.session.device_id, task.key, source, why)

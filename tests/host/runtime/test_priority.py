@@ -8,7 +8,7 @@ import pytest
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 from xiaozhi_server import protocol as proto
-from xiaozhi_server.runtime import priority
+from xiaozhi_server.protocol import priority
 
 SOURCES = ["mqtt_immediate", "schedule", "voice", "default_chat"]
 PLAYER = {"self.mp3.play": lambda a: {"accepted": True, "status": "playing"},
@@ -26,7 +26,8 @@ def test_decision_table(first, second):
 
 
 def test_a_finished_task_holds_no_priority():
-    assert priority.decide("mqtt_immediate", "default_chat", current_running=False)[0] == "preempt"
+    assert priority.decide(None, "default_chat")[0] == "preempt"
+
 
 
 @pytest.fixture
