@@ -11,15 +11,13 @@ import json
 import logging
 from typing import Any, Awaitable, Callable, Collection, Iterable
 
+from ..providers.lang import is_han
+
 log = logging.getLogger(__name__)
 
 
-def _is_cjk(ch):
-    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
-
-
 def sanitize(name: str) -> str:
-    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or _is_cjk(c) else "_" for c in name)
+    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or is_han(c) else "_" for c in name)
 
 
 def needs_vision(name: str) -> bool:

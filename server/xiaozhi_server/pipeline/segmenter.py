@@ -13,6 +13,8 @@ word before it is not an abbreviation ("Mr.", "e.g.") or an initial
 end mark decides, a sentence is emitted when the next delta arrives (or at
 `flush()`), which costs one token of delay at most.
 """
+from ..providers.lang import is_han
+
 
 HARD_ENDS = "。！？!?；;…\n"
 CLAUSE_MARKS = "，、,：:"
@@ -23,16 +25,12 @@ ABBREVIATIONS = frozenset((
 ))
 
 
-def _is_cjk(ch):
-    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
-
-
 def units(text: str) -> int:
     """Han characters plus Latin/digit words: a rough measure of speaking time."""
     n = 0
     in_word = False
     for ch in text:
-        if _is_cjk(ch):
+        if is_han(ch):
             n += 1
             in_word = False
         elif ch.isalnum():
@@ -46,7 +44,7 @@ def units(text: str) -> int:
 
 def _speakable(text):
     for ch in text:
-        if ch.isalnum() or _is_cjk(ch):
+        if ch.isalnum() or is_han(ch):
             return True
     return False
 
@@ -83,7 +81,7 @@ class SentenceSegmenter:
     def _dot_ends(self, i):
         buf = self._buf
         nxt = buf[i + 1]
-        if not (nxt.isspace() or _is_cjk(nxt) or nxt in CLOSERS):
+        if not (nxt.isspace() or is_han(nxt) or nxt in CLOSERS):
             return False  # 3.14, e.g, example.com, or "..." still going
         j = i
         while j > 0 and (buf[j - 1].isalpha() or buf[j - 1] == "."):

@@ -5,14 +5,12 @@ Preference order: sentence ends, then clause marks, then spaces, then
 A single Latin word longer than the limit is kept whole rather than cut:
 a slightly long request is better than a mispronounced half word.
 """
+from .lang import is_han
+
 
 SENTENCE_ENDS = "。！？!?；;…\n"
 CLAUSE_MARKS = "，、,：:—"
 CLOSERS = "\"'”’）)]】」』"
-
-
-def _is_cjk(ch):
-    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
 
 
 def _last_break(text, limit, marks):
@@ -48,7 +46,7 @@ def split_for_limit(text, limit):
         if cut <= 0:
             cut = text.rfind(" ", 1, limit + 1)
         if cut <= 0:
-            if _is_cjk(text[limit - 1]) and _is_cjk(text[limit]):
+            if is_han(text[limit - 1]) and is_han(text[limit]):
                 cut = limit
             else:
                 # One overlong word: keep it whole up to the next space.

@@ -20,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from ..pipeline.emotion import split_emotion
+from ..providers.lang import language_of
 from ..pipeline.segmenter import SentenceSegmenter
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class Dialogue:
         it is True (a speculative turn the child went on from leaves no trace)."""
         turn: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
         self._trim()
-        language = "zh" if any("\u4e00" <= c <= "\u9fff" for c in user_text) else "en"
+        language = language_of(user_text)
         emotion_sent = False
         seg = SentenceSegmenter()
         for _round in range(self.max_rounds + 1):

@@ -30,6 +30,7 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.emotion import EMOTION_EMOJI
 from ..pipeline.speaker import Speaker
+from ..providers.lang import has_han
 from .dialogue import Dialogue
 from .listener import Listener, committed
 
@@ -64,7 +65,7 @@ IDLE_BYES = {"zh": "好久没听到你说话了，我先休息啦，想我就叫
 
 
 def _lang(text, default):
-    if any("\u4e00" <= c <= "\u9fff" for c in text):
+    if has_han(text):
         return "zh"
     return "en" if any(c.isalpha() for c in text) else default
 

@@ -13,6 +13,8 @@ source name given to the model; both still go to Chinese.
 """
 import re
 
+from ...providers.lang import is_han
+
 # Codes the tool understands, with the names the model is told.
 NAMES = {
     "zh": "Simplified Chinese (简体中文)",
@@ -127,7 +129,7 @@ def detect(text):
             kana += 1
         elif "\uac00" <= ch <= "\ud7af" or "\u1100" <= ch <= "\u11ff":
             hangul += 1
-        elif "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff":
+        elif is_han(ch):
             han += 1
         elif ch.isalpha() and ch < "\u0370":
             latin += 1
