@@ -98,6 +98,15 @@ def _raise_fd_limit():
             pass
 
 
+def _workers_arg(value):
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("--workers takes a number or auto, not %r" % value)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="xiaozhi-server", description="xiaozhi-apps server")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -106,7 +115,7 @@ def main(argv=None):
     r.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     r.add_argument("--port", type=int, help="WebSocket port (default 8000)")
     r.add_argument("--http-port", type=int, help="OTA/HTTP port (default 8003)")
-    r.add_argument("--workers", type=lambda v: v if v == "auto" else int(v),
+    r.add_argument("--workers", type=_workers_arg,
                    help="processes holding the voice sessions (default server.workers: auto = one per core)")
     r.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     r.add_argument("-v", "--verbose", action="store_true")

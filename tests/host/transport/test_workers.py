@@ -20,6 +20,7 @@ from testkit.wire_device import WireDevice
 
 START_S = 240           # two workers loading their models on a busy machine
 ANSWER = "🙂 The sky is blue because of the air."
+TOKEN = "workers-test-token"
 
 
 @pytest.fixture
@@ -54,13 +55,19 @@ class Primary:
     def ws_url(self):
         return self.urls["WebSocket"]
 
-    @property
-    def health_url(self):
-        return self.urls["OTA"].replace("/xiaozhi/ota/", "/health")
+    def url(self, path):
+        return self.urls["OTA"].replace("/xiaozhi/ota/", path)
 
     async def health(self):
         async with aiohttp.ClientSession() as s:
-            async with s.get(self.health_url) as r:
+            async with s.get(self.url("/health")) as r:
+                return await r.json()
+
+    async def provision(self, device_id):
+        """A parent provisions a device through the primary's API: its credentials."""
+        async with aiohttp.ClientSession() as s:
+            async with s.post(self.url("/api/devices/%s/credentials" % device_id)) as r:
+                assert r.status == 200, await r.text()
                 return await r.json()
 
     def workers(self):
@@ -85,6 +92,7 @@ async def primary(tmp_path, broker, fake_llm):
         "llm": {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"},
         "tts": {"type": "espeak", "voice": "en-us"},
         "session": {"language": "en"},
+        "auth": {"tokens": [TOKEN]},
     }
     path = tmp_path / "server.yaml"
     path.write_text(json.dumps(cfg))     # JSON is YAML
@@ -114,7 +122,7 @@ async def sessions_on_every_worker(p, devices, start_index, most=48):
     """Open sessions until /health shows each worker holding some; the new ones."""
     opened = []
     for i in range(start_index, start_index + most):
-        dev = WireDevice(p.ws_url, device_id="aa:bb:cc:00:%02x:%02x" % divmod(i, 256), mcp=False)
+        dev = WireDevice(p.ws_url, device_id="aa:bb:cc:00:%02x:%02x" % divmod(i, 256), token=TOKEN, mcp=False)
         await dev.connect()
         await dev.hello(timeout=60)
         devices.append(dev)
@@ -171,6 +179,23 @@ async def test_sessions_spread_over_two_workers_and_a_killed_one_comes_back(prim
     for pid in tree:
         assert await asyncio.to_thread(wait_gone, pid, 30), "process %d outlived the server" % pid
     assert "Traceback" not in p.log()
+
+
+async def test_a_device_token_from_the_primary_opens_a_session_on_any_worker(primary):
+    """The primary's API provisions a device; the worker that accepts it checks its own token."""
+    creds = await primary.provision("aa:bb:cc:00:99:01")
+    served_by = set()
+    for _ in range(32):     # one session at a time, until each worker has taken one
+        async with WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:01", token=creds["token"], mcp=False) as dev:
+            assert (await dev.hello(timeout=60))["session_id"]
+            served_by.add((await eventually(lambda: _counts(primary, 1), timeout=30)).index(1))
+        await eventually(lambda: _counts(primary, 0), timeout=30)
+        if len(served_by) == 2:
+            break
+    assert served_by == {0, 1}
+    async with WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:02", token=creds["token"], mcp=False) as other:
+        code, reason = await other.wait_closed(timeout=60)
+        assert code == 1008 and "wrong token" in reason
 
 
 async def test_workers_end_when_the_primary_is_killed(primary):
