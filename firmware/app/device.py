@@ -4,7 +4,7 @@
 #   dev = Device(board, cfg, bus)
 #   await dev.run()          # boot, then serve until quit or standby
 #
-# Reactions (xiaozhi behaviour, PROTOCOL-NOTES):
+# Reactions (those of stock xiaozhi devices: docs/firmware.md, States):
 # - wake word / button: stop the SD player (cancels passes and power-off);
 #   open the channel if needed (hello within 10 s, else back to idle); if
 #   the server was speaking or listening, `abort` (wake_word_detected)

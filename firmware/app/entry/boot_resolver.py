@@ -1,4 +1,4 @@
-# Which task the device runs after boot (DESIGN 2.4), first hit wins:
+# Which task the device runs after boot (docs/entry.md, Boot order), first hit wins:
 #   1. a cached MQTT immediate command that has not run yet;
 #   2. an alarm whose date has come (checked against the alarm table, not
 #      the chip's flag) with a task that is not chat.conversation: the

@@ -1,4 +1,4 @@
-# The SD-card MP3 repeat player (DESIGN 2.3).
+# The SD-card MP3 repeat player (docs/firmware.md, Player rules).
 #
 #   p = RepeatPlayer(board.sd, backend, board.clock, request_standby)
 #   p.play("lesson1.mp3", repeat=2, power_off_after=True)
