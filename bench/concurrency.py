@@ -147,6 +147,8 @@ def _device_figures(n, r, server_rss):
                note="of %d asked: no reply audio within 10 s" % asked),
         Figure("  frame lateness p99, at the device", percentile(lates, 99), "ms",
                note="%d frames of %d replies; worst %.0f ms" % (len(lates), r["replies"], max(lates or [0.0]))),
+        Figure("  load process's own send lag, worst", ms(r["send_lag"]), "ms",
+               note="the devices' clock: large means the figures above are the load's, not the server's"),
     ]
     if server_rss and r["rss_peak"] is not None:
         grown = max(0.0, r["rss_peak"] - r["rss0"])

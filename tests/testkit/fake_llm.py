@@ -200,6 +200,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    # The stdlib's listen backlog of 5 drops connections when hundreds of
+    # sessions ask at once (bench concurrency): the client then waits for
+    # a TCP retransmission, seconds that are no one's latency.
+    request_queue_size = 1024
+
+
 class FakeLLM:
     def __init__(self, model="fake-model"):
         self.model = model
@@ -258,7 +265,7 @@ class FakeLLM:
 
     # --- lifecycle -------------------------------------------------
     def start(self):
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
