@@ -8,8 +8,8 @@ detection on short utterances is unreliable). The model loads once per
 process and is shared by every session; `warm_up()` loads it at start.
 
 An utterance of up to 30 s is one Whisper window: it goes straight to
-CTranslate2 with 10 s of silence after it, instead of faster-whisper's
-padding to the full 30 s. The encoder's cost grows with the frames it is
+CTranslate2 with 10 s (1000 frames) of padding after it, instead of
+faster-whisper's padding to the full 30 s. The encoder's cost grows with the frames it is
 given, so a 2 s question costs a fraction of a full window and reads the
 same (bench `voice` measures both). Much less silence than ~5 s makes
 Whisper repeat a short utterance until its token budget runs out. Longer
@@ -24,6 +24,7 @@ from .workers import run_blocking
 SAMPLE_RATE = 16000
 WINDOW_S = 30        # what Whisper's encoder sees at most
 PAD_S = 10           # silence given after an utterance (see above)
+HOP = 160            # samples per feature frame
 
 _models: dict = {}
 _models_lock = threading.Lock()
@@ -64,9 +65,13 @@ def decode_window(model, audio, language, beam_size):
     """Text of float32 16 kHz audio of at most 30 s, decoded as one padded window."""
     import ctranslate2
     import numpy as np
-    fe = model.feature_extractor
-    pad = max(0, min(PAD_S * SAMPLE_RATE, WINDOW_S * SAMPLE_RATE - len(audio)))
-    features = fe(audio, padding=pad)[:, :fe.nb_max_frames]
+    features = model.feature_extractor(audio)
+    frames = features.shape[-1]
+    window = model.feature_extractor.nb_max_frames
+    # Padded as faster-whisper pads a window (zeros after the features), only shorter:
+    # an utterance of 20 s or more gets exactly the window it got before.
+    pad = max(0, min(PAD_S * SAMPLE_RATE // HOP, window - frames))
+    features = np.pad(features[:, :window], ((0, 0), (0, pad)))
     encoded = model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[np.newaxis])))
     if language is None:
         if model.model.is_multilingual:
