@@ -35,7 +35,7 @@ class Devices:
         self.public_host = public_host
         self._files = asyncio.Lock()
 
-    async def start(self):
+    async def start(self) -> None:
         """Write the broker's files for every known device and have it read them."""
         ids = await self.store.device_ids()
         await self._sync(ids[-1] if ids else None, ids)
@@ -52,11 +52,11 @@ class Devices:
 
     # ---- credentials ----
 
-    def token_valid(self, device_id, token):
+    def token_valid(self, device_id: str | None, token: str) -> bool:
         """A device's own WebSocket token (the transport's auth check asks)."""
         return self.creds.token_valid(device_id, token)
 
-    def credentials(self, device_id):
+    def credentials(self, device_id: str) -> dict:
         host = self.public_host or self.broker.host
         return {"device_id": device_id,
                 "mqtt": {"url": "mqtt://%s:%d" % (host, self.broker.port),
@@ -65,7 +65,7 @@ class Devices:
                 "token": self.creds.device_token(device_id),
                 "broker_enforces": self.broker.authenticated}
 
-    async def provision(self, device_id, client_id=None, via="provisioned"):
+    async def provision(self, device_id: str, client_id: str | None = None, via: str = "provisioned") -> dict:
         """Record the device (the broker learns its user at once) and its credentials."""
         if await self.store.add_device(device_id, client_id, via):
             await self._sync(device_id)
@@ -74,7 +74,7 @@ class Devices:
 
     # ---- the OTA endpoint's questions ----
 
-    async def ota_grant(self, device_id, client_id, token):
+    async def ota_grant(self, device_id: str | None, client_id: str | None, token: str) -> tuple[str, dict | None]:
         """What an OTA answer may carry for this caller:
         ("open", None)          no device tokens configured: nothing secret to give
         ("granted", creds)      an authenticated device: its credentials
@@ -109,7 +109,7 @@ class Devices:
                 "message": "Ask a parent to approve code %s" % " ".join(a["code"]),
                 "timeout_ms": int(ACTIVATION_TTL_S * 1000)}
 
-    async def activation_state(self, device_id, client_id):
+    async def activation_state(self, device_id: str | None, client_id: str | None) -> int:
         """The `activate` endpoint's answer: 200 bound, 202 waiting, 404 no code asked for."""
         if not self.auth_on:
             return 200
@@ -119,7 +119,7 @@ class Devices:
         a = await self.store.activation_of(device_id, client_id) if device_id and client_id else None
         return 202 if a is not None else 404
 
-    async def approve(self, code):
+    async def approve(self, code: str) -> str | None:
         """Approve a waiting code: its device id, or None (unknown or expired)."""
         a = await self.store.approve_activation(code)
         if a is None:
