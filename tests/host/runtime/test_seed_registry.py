@@ -46,6 +46,7 @@ def test_seed_example_loads_with_the_shipped_behaviour():
                 (o.mode, o.policy(), o.prompt_mode, o.on_finish), t.key
             assert [x["name"] for x in t.skills] == [x["name"] for x in o.skills], t.key
             assert t.stop_skills == o.stop_skills and t.status_skill == o.status_skill, t.key
+            assert t.lines == o.lines and t.prompt == o.prompt, t.key   # it says what ours says
     assert s.find("english_learning").key == "english_learning.repeater"
     assert s.find("english_translation").key == "english_translation.live_translate"
     assert s.find("chat").policy() is None
