@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from esp32glue import idfproject, mpgen, newlib, sources  # noqa: E402
+from esp32glue import idfproject, mpgen, mpport, newlib, sources  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 XZ = ROOT / "firmware" / "cmodules" / "xzaudio"
@@ -36,11 +36,10 @@ IDF_PATHS = ["CMakeLists.txt", "Kconfig", "sdkconfig.rename", ".gitmodules", "co
              "tools/cmake", "tools/kconfig_new", "tools/requirements", "tools/tools.json"]
 # esp-idf-kconfig the v5.4 series is built with (its constraints file).
 KCONFGEN_REQ = "esp-idf-kconfig>=2.3,<3"
+MANAGER_REQ = "idf-component-manager>=2,<3"
 # What the glue itself includes, besides the component's own requirements.
 IDF_REQUIRES = ["esp_driver_i2s", "esp_psram", "freertos", "heap", "newlib", "78__esp-opus",
                 "espressif__esp_audio_codec"]
-# Headers MicroPython's mpconfigport.h / mphalport.h include.
-MP_REQUIRES = ["esp_driver_gpio", "esp_driver_spi", "esp_mm", "esp_timer"]
 NO_SPIRAM_DEFAULTS = "CONFIG_SPIRAM=y\nCONFIG_SPIRAM_MODE_OCT=y\nCONFIG_SPIRAM_SPEED_80M=y\n"
 
 
@@ -74,10 +73,11 @@ def main(argv=None):
             print("  note: %d files of %s were not in the mirror" % (t.missing, t.describe))
     if not check_versions(opus.root, codec.root):
         return 1
-    kpath = kconfgen_path(build, a.python)
-    if kpath is False:
-        return fail(2, "kconfgen (%s) is not importable and pip could not install it" % KCONFGEN_REQ)
-
+    pypath = python_tools(build, a.python, [("kconfgen", KCONFGEN_REQ)] +
+                          ([("idf_component_manager", MANAGER_REQ)] if mp else []))
+    if pypath is False:
+        return fail(2, "kconfgen or the IDF component manager is not importable and pip "
+                       "could not install it (%s, %s)" % (KCONFGEN_REQ, MANAGER_REQ))
     try:
         fill_submodules(idf, a.idf_submodule, build)
     except (sources.SourceError, ValueError) as e:
@@ -88,51 +88,109 @@ def main(argv=None):
         print("stand-ins for components whose submodule is absent: %s" % ", ".join(stubs))
     if placeholders:
         print("empty placeholders for absent submodules: %s" % ", ".join(placeholders))
+    stub_dir = build / "stubs"
+    if stub_dir.exists():
+        shutil.rmtree(stub_dir)
+    for name in stubs:
+        (stub_dir / name).mkdir(parents=True)
+        (stub_dir / name / "CMakeLists.txt").write_text("idf_component_register()\n")
+    toolchain = build / "toolchain"
+    idfproject.write_toolchain(toolchain, a.cc, a.cxx, newlib.sysroot(nl.root, build / "sysroot"))
 
     xz = Path(a.module).resolve()
     glue = sorted((xz / "esp32").glob("*.c")) + sorted((xz / "core").glob("*.c"))
-    binding = [xz / "mod_xzaudio.c", xz / "mod_xzaudio_io.c"] if mp else []
-    includes = [xz, xz / "core", xz / "esp32"]
-    requires = list(IDF_REQUIRES)
+    bad = idf_step(a, build, idf, opus, codec, mp, xz, glue, stub_dir, toolchain, pypath)
+    if bad is None:
+        return 1
     if mp:
-        includes += [mp.root, mp.root / "ports" / "esp32", BOARD, build / "mp"]
-        (build / "mp").mkdir(exist_ok=True)
-        requires += MP_REQUIRES
+        binding = [xz / "mod_xzaudio.c", xz / "mod_xzaudio_io.c"]
+        more = port_step(a, build, idf, opus, codec, mp, xz, glue + binding, stub_dir, toolchain, pypath)
+        if more is None:
+            return 1
+        bad += more
+    return 1 if bad else 0
+
+
+def idf_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, pypath):
+    """The glue and the core in a plain ESP-IDF project; errors counted, or None."""
     try:
         defaults = sdkconfig_defaults(build, mp)
     except FileNotFoundError as e:
-        return fail(1, "board sdkconfig defaults: %s does not exist" % e)
-    proj = build / "project"
-    toolchain = build / "toolchain"
-    libc = newlib.sysroot(nl.root, build / "sysroot")
-    idfproject.write_toolchain(toolchain, a.cc, a.cxx, libc)
+        fail(1, "board sdkconfig defaults: %s does not exist" % e)
+        return None
     components = {"78__esp-opus": opus.root, "espressif__esp_audio_codec": codec.root}
-    components.update({s: None for s in stubs})
-    idfproject.write_project(proj, components, glue + binding, includes, requires,
-                             ["XZ_HAVE_IO=1"], defaults)
-    log = build / "configure.log"
+    idfproject.write_project(build / "project", components, files, [xz, xz / "core", xz / "esp32"],
+                             IDF_REQUIRES, ["XZ_HAVE_IO=1"], defaults)
     # A fresh sdkconfig each run: kconfgen reads the defaults only when there is none.
     for old in (build / "idf" / "sdkconfig", build / "idf" / "CMakeCache.txt"):
         if old.exists():
             old.unlink()
-    if idfproject.configure(proj, build / "idf", idf.root, toolchain, a.python, kpath, log):
+    log = build / "configure.log"
+    if idfproject.configure(build / "project", build / "idf", idf.root, toolchain, a.python, pypath,
+                            log, [stub_dir]):
         print(tail(log, 40))
-        return fail(1, "ESP-IDF's CMake configure failed (full log: %s)" % log)
+        fail(1, "ESP-IDF's CMake configure failed (full log: %s)" % log)
+        return None
+    print("== ESP-IDF project (esp32s3): the glue and the core")
     print_sdkconfig(build / "idf" / "config" / "sdkconfig.h")
+    return compile_all(files, idfproject.commands_for(build / "idf", files))
 
-    cmds = idfproject.commands_for(build / "idf", glue + binding)
-    missing = [str(f) for f in glue + binding if f not in cmds]
+
+def port_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, pypath):
+    """MicroPython's ESP32 port configured with our board, module and merged
+    manifest; all our files compiled with its commands. Errors, or None."""
+    port = mpport.overlay(mp.root, build / "mpport") / "ports" / "esp32"
+    deps = {"78/esp-opus": mpport.named_copy(opus.root, build / "mpport-deps", "78__esp-opus"),
+            "espressif/esp_audio_codec": mpport.named_copy(codec.root, build / "mpport-deps",
+                                                           "espressif__esp_audio_codec")}
+    stood_in = mpport.merge_manifest(port, (XZ / "idf_component.yml").read_text(), deps,
+                                     build / "mpport-stubs")
+    usermods = xz.parent / "micropython.cmake"
+    if not usermods.exists():  # a lone copy of the module (--module)
+        usermods = build / "usermods.cmake"
+        usermods.write_text("include(%s/micropython.cmake)\n" % xz)
+    log = build / "configure-port.log"
+    out = build / "mp-idf"
+    if mpport.configure(port, out, idf.root, toolchain, a.python, pypath, BOARD, usermods,
+                        [stub_dir], log):
+        print(tail(log, 40))
+        fail(1, "MicroPython's ESP32 port did not configure (full log: %s)" % log)
+        return None
+    print("== MicroPython ports/esp32, MICROPY_BOARD_DIR=%s, USER_C_MODULES=%s"
+          % (os.path.relpath(BOARD, ROOT), usermods))
+    print("  component manager resolved %s; stand-ins for the port's own %s"
+          % (resolved(port), ", ".join(stood_in)))
+    print_sdkconfig(out / "config" / "sdkconfig.h")
+    cmds = mpport.main_component_commands(out, files)
+    no_io = [f.name for f in files if f in cmds and "XZ_HAVE_IO=1" not in cmds[f][1]]
+    if no_io:
+        fail(1, "the port compiles %s without XZ_HAVE_IO=1" % ", ".join(no_io))
+        return None
+    binding = [f for f in files if f.name.startswith("mod_")]
+    if all(f in cmds for f in binding):
+        made = mpgen.generate(mp.root, out, preprocessor(cmds[binding[0]]), binding)
+        print("  genhdr: %(qstrs)d qstrs, %(modules)d module(s), %(texts)d error texts" % made)
+    return compile_all(files, cmds)
+
+
+def resolved(port):
+    """What the component manager resolved, from the lock file it wrote."""
+    import yaml
+    lock = port / "lockfiles" / ("dependencies.lock." + idfproject.TARGET)
+    deps = yaml.safe_load(lock.read_text()).get("dependencies", {})
+    return ", ".join("%s %s" % (k, v.get("version")) for k, v in deps.items()
+                     if k in ("78/esp-opus", "espressif/esp_audio_codec", "idf"))
+
+
+def compile_all(files, cmds):
+    missing = [str(f) for f in files if f not in cmds]
     if missing:
-        return fail(1, "no compile command for: %s" % ", ".join(missing))
-    if mp:
-        made = mpgen.generate(mp.root, build / "mp", preprocessor(cmds[binding[0]]), binding)
-        print("MicroPython genhdr: %(qstrs)d qstrs, %(modules)d module(s) registered" % made)
-    bad = 0
-    for f in glue + binding:
-        bad += compile_check(f, *cmds[f])
+        fail(1, "no compile command for: %s" % ", ".join(missing))
+        return len(missing)
+    bad = sum(compile_check(f, *cmds[f]) for f in files)
     print("%d files compiled (to host assembly, not assembled), %d with errors or warnings"
-          % (len(cmds), bad))
-    return 1 if bad else 0
+          % (len(files), bad))
+    return bad
 
 
 def parse_args(argv):
@@ -198,18 +256,22 @@ def check_versions(opus_root, codec_root):
     return ok
 
 
-def kconfgen_path(build, python):
-    """None when kconfgen is importable as is, else a folder holding it
-    (installed there by pip once), or False."""
-    probe = [python, "-c", "import kconfgen"]
-    if subprocess.run(probe, capture_output=True).returncode == 0:
+def python_tools(build, python, needs):
+    """None when every (module, requirement) in NEEDS imports as is, else a
+    folder holding them (the missing ones installed there by pip once), or
+    False."""
+    def importable(module, env=None):
+        return subprocess.run([python, "-c", "import " + module], capture_output=True,
+                              env=env).returncode == 0
+    if all(importable(m) for m, _ in needs):
         return None
     target = build / "py"
     env = dict(os.environ, PYTHONPATH=str(target))
-    if subprocess.run(probe, capture_output=True, env=env).returncode != 0:
-        print("installing %s into %s (ESP-IDF's configuration generator)" % (KCONFGEN_REQ, target))
-        r = subprocess.run([python, "-m", "pip", "install", "-q", "--target", str(target), KCONFGEN_REQ])
-        if r.returncode or subprocess.run(probe, capture_output=True, env=env).returncode:
+    missing = [r for m, r in needs if not importable(m, env)]
+    if missing:
+        print("installing %s into %s (ESP-IDF's build tools)" % (", ".join(missing), target))
+        r = subprocess.run([python, "-m", "pip", "install", "-q", "--target", str(target), *missing])
+        if r.returncode or not all(importable(m, env) for m, _ in needs):
             return False
     return target
 

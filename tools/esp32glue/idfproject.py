@@ -95,11 +95,7 @@ def write_project(proj, components, sources, include_dirs, requires, defines, sd
         shutil.rmtree(comp_dir)
     comp_dir.mkdir()
     for name, folder in components.items():
-        if folder is None:  # stand-in for a component whose submodule is absent
-            (comp_dir / name).mkdir()
-            (comp_dir / name / "CMakeLists.txt").write_text("idf_component_register()\n")
-        else:
-            (comp_dir / name).symlink_to(folder)
+        (comp_dir / name).symlink_to(folder)
     (proj / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\n"
         "set(SDKCONFIG ${CMAKE_BINARY_DIR}/sdkconfig)\n"
@@ -117,7 +113,7 @@ def _cmake_list(items):
     return " ".join('"%s"' % str(i) for i in items)
 
 
-def configure(proj, build, idf, toolchain, python, pythonpath, log):
+def configure(proj, build, idf, toolchain, python, pythonpath, log, extra_dirs=()):
     env = dict(os.environ, IDF_PATH=str(idf), IDF_COMPONENT_MANAGER="0",
                PATH="%s:%s" % (toolchain, os.environ.get("PATH", "")),
                PYTHONPATH=os.pathsep.join(filter(None, [str(pythonpath or ""),
@@ -125,7 +121,8 @@ def configure(proj, build, idf, toolchain, python, pythonpath, log):
     cmd = ["cmake", "-G", "Ninja", "-S", str(proj), "-B", str(build),
            "-DIDF_TARGET=" + TARGET, "-DPYTHON=" + python, "-DPYTHON_DEPS_CHECKED=1",
            # The stand-in compiler cannot link for the target; nothing is linked.
-           "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY"]
+           "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY",
+           "-DEXTRA_COMPONENT_DIRS=" + ";".join(str(d) for d in extra_dirs)]
     with open(log, "w") as f:
         rc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
     return rc

@@ -19,15 +19,18 @@ def generate(mp, out, preprocess, sources):
     genhdr = out / "genhdr"
     genhdr.mkdir(parents=True, exist_ok=True)
     # Empty tables first: the NO_QSTR pass below still includes the headers.
-    for name in ("qstrdefs.generated.h", "root_pointers.h", "moduledefs.h"):
+    for name in ("qstrdefs.generated.h", "root_pointers.h", "moduledefs.h", "compressed.data.h"):
         if not (genhdr / name).exists():
             (genhdr / name).write_text("")
-    qstrs, modules, roots = set(), [], []
+    qstrs, modules, roots, texts = set(), [], [], []
     for src in sources:
         text = preprocess(["-DNO_QSTR"], src, None)
         qstrs |= set(re.findall(r"\bMP_QSTR_(\w+)", text))
-        modules += re.findall(r"MP_REGISTER_MODULE\(.*?\)\s*;?", text)
+        modules += re.findall(r"(?:MP_REGISTER_MODULE|MP_REGISTER_EXTENSIBLE_MODULE|"
+                              r"MP_REGISTER_MODULE_DELEGATION)\(.*?,\s*.*?\);", text)
         roots += re.findall(r"MP_REGISTER_ROOT_POINTER\(.*?\);", text)
+        # Error messages, for ports that build with MICROPY_ROM_TEXT_COMPRESSION.
+        texts += re.findall(r'MP_COMPRESSED_ROM_TEXT\("([^"]*)"\)', text)
     defs = (mp / "py" / "qstrdefs.h").read_text()
     port = mp / "ports" / "esp32" / "qstrdefsport.h"
     if port.exists():
@@ -46,5 +49,8 @@ def generate(mp, out, preprocess, sources):
     (genhdr / "root_pointers.collected").write_text("\n".join(roots) + "\n")
     (genhdr / "root_pointers.h").write_text(
         _run([sys.executable, str(py / "make_root_pointers.py"), str(genhdr / "root_pointers.collected")]))
+    (genhdr / "compressed.collected").write_text("\n".join(texts) + "\n")
+    (genhdr / "compressed.data.h").write_text(
+        _run([sys.executable, str(py / "makecompresseddata.py"), str(genhdr / "compressed.collected")]))
     _run([sys.executable, str(py / "makeversionhdr.py"), str(genhdr / "mpversion.h")], cwd=str(mp))
-    return {"qstrs": len(qstrs), "modules": len(modules)}
+    return {"qstrs": len(qstrs), "modules": len(modules), "texts": len(texts)}
