@@ -33,12 +33,13 @@ fi
 
 # --- Python venv -----------------------------------------------------------
 stamp="$VENV/.setup-stamp"
-want=$(cat requirements.txt pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)
+want=$(cat requirements.txt tools/requirements-nodeps.txt pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 echo "setup: installing Python packages into $VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt
+"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r tools/requirements-nodeps.txt
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e .
 echo "$want" > "$stamp"

