@@ -22,6 +22,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Iterable, Mapping
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "mcp_servers.json"
 PASSED_PREFIXES = ("OPENAI_",)
@@ -39,8 +40,9 @@ class ConfigError(ValueError):
 class ServerSpec:
     """One server entry, resolved against the environment."""
 
-    def __init__(self, name, command, args, env, enabled=True, call_timeout_s=DEFAULT_CALL_TIMEOUT_S,
-                 start_timeout_s=DEFAULT_START_TIMEOUT_S, cwd=None):
+    def __init__(self, name: str, command: str, args: Iterable[str], env: Mapping[str, str], enabled: bool = True,
+                 call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S, start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+                 cwd: str | None = None) -> None:
         self.name = name
         self.command = command
         self.args = list(args)
@@ -54,12 +56,12 @@ class ServerSpec:
         return "ServerSpec(%r, %r %r)" % (self.name, self.command, self.args)
 
 
-def expand(value, environ):
+def expand(value: str, environ: Mapping[str, str]) -> str:
     """`value` with every ${NAME} replaced from `environ` (unset → empty)."""
     return _REF.sub(lambda m: environ.get(m.group(1), ""), value)
 
 
-def child_env(config_env, environ):
+def child_env(config_env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """The variables a server process gets on top of the SDK's safe defaults."""
     env = {k: v for k, v in environ.items()
            if (k.startswith(PASSED_PREFIXES) or k in PASSED_NAMES) and v}
@@ -83,7 +85,7 @@ def _field(entry, key, kind, where, default):
     return value
 
 
-def parse(data, environ=None):
+def parse(data: object, environ: Mapping[str, str] | None = None) -> list[ServerSpec]:
     """ServerSpecs (enabled or not) from the parsed JSON document."""
     environ = os.environ if environ is None else environ
     if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
@@ -120,13 +122,13 @@ def parse(data, environ=None):
     return specs
 
 
-def load(path=None, environ=None):
+def load(path: str | None = None, environ: Mapping[str, str] | None = None) -> list[ServerSpec]:
     """ServerSpecs from the file; a missing file means no servers."""
-    path = Path(path or DEFAULT_PATH)
-    if not path.exists():
+    file = Path(path or DEFAULT_PATH)
+    if not file.exists():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise ConfigError("%s is not valid JSON: %s" % (path, exc)) from None
+        raise ConfigError("%s is not valid JSON: %s" % (file, exc)) from None
     return parse(data, environ)
