@@ -145,7 +145,14 @@ def main(argv):
     primary, channel, *listening = [int(a) for a in argv]
     if not _die_with_parent(primary):
         return 1
-    return asyncio.run(serve(channel, listening))
+    code = asyncio.run(serve(channel, listening))
+    # Sessions and MCP processes are closed by now. Skip the interpreter's
+    # teardown: a model library's thread still inside C++ (the VAD thread
+    # mid-batch) aborts the process there ("terminate called ...").
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
