@@ -34,6 +34,10 @@ MP_PORT_ARGS = -C $(MP_TOP)/ports/unix -j$(MP_JOBS) VARIANT=standard MICROPY_PY_
 MP_PKG32  := PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig:/usr/share/pkgconfig
 
 MP_BINS   := $(MP_OUT)/unix64/micropython $(MP_OUT)/unix32/micropython
+# Inputs after whose change the port builds from scratch: another source,
+# or another list of module files (the port's incremental qstr scan only
+# looks at files newer than its last scan, so an added old file would be missed).
+MP_FRESH  := $(MP_OUT)/SOURCE mk/micropython.mk $(wildcard firmware/cmodules/*/micropython.mk)
 
 .PHONY: micropython micropython-maybe micropython-frozen micropython-clean micropython-source
 
@@ -83,12 +87,12 @@ $(MP_XCROSS): $(MP_OUT)/SOURCE $(MP_STAMP)
 	$(MAKE) -C $(MP_TOP)/mpy-cross -j$(MP_JOBS) BUILD=$(MP_ABS)/mpy-cross
 
 $(MP_OUT)/unix64/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS)
-	$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/unix64/obj)
+	$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix64/obj)
 	$(MAKE) $(MP_PORT_ARGS) BUILD=$(MP_ABS)/unix64/obj
 	cp $(MP_ABS)/unix64/obj/micropython $@
 
 $(MP_OUT)/unix32/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS)
-	$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/unix32/obj)
+	$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix32/obj)
 	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32/obj
 	cp $(MP_ABS)/unix32/obj/micropython $@
 
@@ -103,6 +107,7 @@ micropython-frozen: $(MP_FROZEN)
 
 $(MP_FROZEN): $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS) $(MP_FW_PY)
 	@mkdir -p $(MP_OUT)/frozen
+	$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix32-frozen/obj)
 	@echo "VERSION = 'host-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)'" > $(MP_OUT)/frozen/fwversion.py
 	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32-frozen/obj \
 	  FROZEN_MANIFEST=$(abspath firmware/manifest_unix.py)

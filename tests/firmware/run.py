@@ -57,6 +57,7 @@ def main(argv):
     heap = _heap_size()
     small = heap is not None and heap < BIG_HEAP
     for modname in _modules(argv):
+        before = set(sys.modules)
         mod = __import__(modname)
         tests = sorted(n for n in dir(mod) if n.startswith("test_"))
         for name in tests:
@@ -77,10 +78,12 @@ def main(argv):
             else:
                 passed += 1
                 print("ok   %s.%s" % (modname, name))
-        # Each test module leaves once its tests ran, so the suite fits the
-        # app's own 256 KB heap on the unix port, as the board's would.
+        # Each test module leaves once its tests ran, with every module it
+        # brought in, so the suite fits the app's own 256 KB heap on the
+        # unix port: each module's tests start on a heap like a fresh boot's.
         mod = fn = None
-        sys.modules.pop(modname, None)
+        for name in [m for m in sys.modules if m not in before]:
+            del sys.modules[name]
         gc.collect()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

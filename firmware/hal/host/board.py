@@ -34,6 +34,9 @@ BUTTONS = ("boot", "vol_up", "vol_down")
 
 class HostBoard:
     name = "host"
+    # SD MP3 passes last the file's duration on this board's simulated
+    # clock (app/player/mp3_backend.py), not in xzaudio's real-time decoder.
+    mp3_on_clock = True
 
     def __init__(self, state_dir, sd_dir=None, advance=0, speed=1, wake=None,
                  exit_fn=None, nvs_size=DEFAULT_SIZE, wifi_reachable=True):

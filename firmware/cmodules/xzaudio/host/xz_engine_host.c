@@ -1,0 +1,443 @@
+/* The audio engine of xz_engine.h on a host (the unix port): files and
+ * pipes stand in for I2S, pthreads for the FreeRTOS tasks, and sox for
+ * esp_audio_codec, so the binding's AudioIn/AudioOut/Mp3Player run
+ * unchanged and the core's rings, framer, resamplers and libopus settings
+ * are the board's.
+ *
+ *   mic      XZAUDIO_MIC: raw s16le mono PCM at the engine rate (24 kHz),
+ *            a file or a FIFO, opened at each AudioIn.start(); unset:
+ *            no input. Read without blocking, so the writer sets the pace.
+ *   speaker  XZAUDIO_SPK: what is played (speech, else MP3), appended as
+ *            s16le mono at the engine rate, opened again each time an
+ *            AudioOut is made; unset: discarded. Silence is not written.
+ *   MP3      `sox` decodes the file to mono PCM at the engine rate (the
+ *            board re-clocks I2S to the file's rate instead).
+ *
+ * Pacing: the codec thread runs as fast as there is audio to move and
+ * sleeps one 10 ms block when there is none, so tests do not wait on the
+ * wall clock and an idle engine costs nothing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xz_engine.h"
+#include "xz_frame.h"
+#include "xz_opus.h"
+#include "xz_resample.h"
+#include "xz_ring.h"
+
+extern char **environ;
+
+#define BLOCK_MS 10
+#define BLOCK_MAX 480        /* 10 ms at 48 kHz */
+#define FRAME_MAX 1440       /* 60 ms at 24 kHz */
+#define MIC_RING (8 * 1024)
+#define SPK_RING (16 * 1024)
+#define PCM_RING (32 * 1024)
+#define EVENTS 16
+#define PATH_LEN 512
+
+static struct {
+    pthread_t codec, mp3;
+    pthread_mutex_t lock;
+    pthread_cond_t job_cv, done_cv, mp3_cv;
+    void (*job_fn)(void *);
+    void *job_arg;
+    int job_done;
+    volatile int running, mic_on, spk_on;
+    uint32_t rate, spk_rate, volume_q15;
+    int mic_fd, spk_fd;
+    xz_ring_t mic, spk, pcm, events;
+    uint8_t mic_store[MIC_RING], spk_store[SPK_RING], pcm_store[PCM_RING], ev_store[EVENTS];
+    xz_enc_t *enc;
+    xz_dec_t *dec;
+    xz_rs_t rs_mic, rs_spk;
+    xz_framer_t framer;
+    int16_t frame[FRAME_MAX], block[BLOCK_MAX], rs_out[BLOCK_MAX];
+    uint32_t block_fill; /* bytes of the next mic block already read */
+    int16_t speech[FRAME_MAX * 3 / 2 + 2], dec_out[FRAME_MAX];
+    uint32_t speech_len, speech_pos;
+    uint8_t pkt[XZ_OPUS_MAX_PACKET];
+    uint32_t mic_frames;
+    /* MP3: state written by the caller (play/pause/stop) and the MP3 thread. */
+    volatile int mp3_state, mp3_stop, mp3_go;
+    char mp3_path[PATH_LEN];
+} H = {.mic_fd = -1, .spk_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
+       .job_cv = PTHREAD_COND_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER,
+       .mp3_cv = PTHREAD_COND_INITIALIZER};
+
+static void nap_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int open_env(const char *var, int flags) {
+    const char *path = getenv(var);
+    if (!path || !*path) return -1;
+    return open(path, flags | O_CLOEXEC, 0644);
+}
+
+static void write_all(int fd, const void *p, size_t n) {
+    const uint8_t *b = p;
+    while (fd >= 0 && n) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return; /* a gone reader loses the audio, not the engine */
+        b += k;
+        n -= (size_t)k;
+    }
+}
+
+/* ---- codec thread ---- */
+
+/* One mic block when a whole one has arrived: 24 -> 16 kHz, framed, encoded. */
+static int mic_tick(size_t n) {
+    uint32_t want = (uint32_t)n * 2, off = 0;
+    const int16_t *src = H.block;
+    ssize_t k;
+    int m;
+    if (!H.mic_on || H.mic_fd < 0) return 0;
+    k = read(H.mic_fd, (uint8_t *)H.block + H.block_fill, want - H.block_fill);
+    if (k <= 0) return 0; /* nothing yet (EAGAIN), or the end of a file */
+    H.block_fill += (uint32_t)k;
+    if (H.block_fill < want) return 1;
+    H.block_fill = 0;
+    if (H.rate == 24000) {
+        m = xz_rs_process(&H.rs_mic, H.block, (uint32_t)n, H.rs_out, BLOCK_MAX);
+        if (m < 0) return 1;
+        src = H.rs_out;
+        n = (size_t)m;
+    }
+    while (off < n) {
+        off += xz_framer_feed(&H.framer, src + off, (uint32_t)(n - off));
+        if (xz_framer_full(&H.framer)) {
+            int len = xz_enc_encode(H.enc, H.frame, H.framer.frame_samples, H.pkt, sizeof(H.pkt));
+            if (len > 0) {
+                xz_pkt_push(&H.mic, H.pkt, (uint32_t)len);
+                H.mic_frames++;
+            }
+            xz_framer_take(&H.framer);
+        }
+    }
+    return 1;
+}
+
+static int next_speech(void) {
+    int len = xz_pkt_pop(&H.spk, H.pkt, sizeof(H.pkt)), n;
+    if (len < 0) return 0;
+    n = xz_dec_decode(H.dec, H.pkt, (uint32_t)len, H.dec_out, FRAME_MAX);
+    if (n <= 0) n = xz_dec_decode(H.dec, NULL, 0, H.dec_out, FRAME_MAX);
+    if (n <= 0) return 0;
+    if (H.spk_rate == H.rate) {
+        memcpy(H.speech, H.dec_out, (size_t)n * sizeof(int16_t));
+    } else {
+        n = xz_rs_process(&H.rs_spk, H.dec_out, (uint32_t)n, H.speech, sizeof(H.speech) / sizeof(H.speech[0]));
+        if (n <= 0) return 0;
+    }
+    H.speech_len = (uint32_t)n;
+    H.speech_pos = 0;
+    return 1;
+}
+
+/* One speaker block: speech first, else the MP3's PCM; silence is skipped. */
+static int spk_tick(size_t n) {
+    size_t got = 0, i;
+    while (H.spk_on && got < n && (H.speech_pos < H.speech_len || next_speech())) {
+        uint32_t k = H.speech_len - H.speech_pos;
+        if (k > n - got) k = (uint32_t)(n - got);
+        memcpy(H.block + got, H.speech + H.speech_pos, k * sizeof(int16_t));
+        H.speech_pos += k;
+        got += k;
+    }
+    if (got == 0 && H.mp3_state == XZ_MP3_PLAYING) {
+        got = xz_ring_read(&H.pcm, (uint8_t *)H.block, (uint32_t)n * 2) / 2;
+    }
+    if (got == 0) return 0;
+    for (i = 0; i < got; i++) H.block[i] = (int16_t)(((int32_t)H.block[i] * (int32_t)H.volume_q15) >> 15);
+    write_all(H.spk_fd, H.block, got * 2);
+    return 1;
+}
+
+static void *codec_thread(void *unused) {
+    sigset_t pipe_sig;
+    (void)unused;
+    /* A speaker FIFO whose reader left gives EPIPE here, not a dead process. */
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
+    while (H.running) {
+        size_t n = H.rate * BLOCK_MS / 1000;
+        int busy = 0;
+        pthread_mutex_lock(&H.lock);
+        if (H.job_fn) {
+            H.job_fn(H.job_arg);
+            H.job_fn = NULL;
+            H.job_done = 1;
+            pthread_cond_broadcast(&H.done_cv);
+            busy = 1;
+        }
+        pthread_mutex_unlock(&H.lock);
+        busy |= mic_tick(n);
+        busy |= spk_tick(n);
+        if (!busy) nap_ms(BLOCK_MS);
+    }
+    return NULL;
+}
+
+/* ---- MP3 thread: sox writes PCM into a pipe, the ring takes it ---- */
+
+static int run_sox(const char *path) {
+    char rate[16];
+    char *argv[] = {"sox", "-q", (char *)path, "-t", "raw", "-e", "signed-integer", "-b", "16",
+                    "-c", "1", "-r", rate, "-", NULL};
+    posix_spawn_file_actions_t fa;
+    int fds[2], rc = XZ_MP3_EV_END, status = 0;
+    pid_t pid;
+    uint8_t buf[2048];
+    snprintf(rate, sizeof(rate), "%u", (unsigned)H.rate);
+    if (pipe2(fds, O_CLOEXEC) != 0) return XZ_MP3_EV_ERROR;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    /* A file sox cannot read is MP3_ERROR, as on the board: no text. */
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (posix_spawnp(&pid, "sox", &fa, NULL, argv, environ) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[0]);
+        close(fds[1]);
+        return XZ_MP3_EV_ERROR;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    for (;;) {
+        ssize_t k = read(fds[0], buf, sizeof(buf)), off = 0;
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        while (off < k && !H.mp3_stop) { /* back-pressure from the ring */
+            if (H.mp3_state == XZ_MP3_PAUSED) {
+                nap_ms(BLOCK_MS);
+                continue;
+            }
+            off += xz_ring_write(&H.pcm, buf + off, (uint32_t)(k - off));
+            if (off < k) nap_ms(1);
+        }
+        if (H.mp3_stop) break;
+    }
+    close(fds[0]);
+    if (H.mp3_stop) kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    if (H.mp3_stop) return XZ_MP3_EV_STOPPED;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = XZ_MP3_EV_ERROR;
+    /* A natural end counts once the last sample has been played. */
+    while (rc == XZ_MP3_EV_END && xz_ring_used(&H.pcm) && !H.mp3_stop) nap_ms(1);
+    return H.mp3_stop ? XZ_MP3_EV_STOPPED : rc;
+}
+
+static void *mp3_thread(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&H.lock);
+    while (H.running) {
+        uint8_t ev;
+        while (H.running && !H.mp3_go) pthread_cond_wait(&H.mp3_cv, &H.lock);
+        if (!H.running) break;
+        H.mp3_go = 0;
+        pthread_mutex_unlock(&H.lock);
+        ev = (uint8_t)run_sox(H.mp3_path);
+        H.mp3_state = XZ_MP3_IDLE;
+        xz_ring_write(&H.events, &ev, 1);
+        pthread_mutex_lock(&H.lock);
+    }
+    pthread_mutex_unlock(&H.lock);
+    return NULL;
+}
+
+/* ---- xz_engine.h ---- */
+
+int xz_engine_start(const xz_pins_t *pins) {
+    if (H.running) return 0;
+    H.rate = pins->rate;
+    H.volume_q15 = 32768u * 70u / 100u;
+    H.enc = malloc(xz_enc_size());
+    H.dec = malloc(xz_dec_size());
+    if (!H.enc || !H.dec || H.rate * BLOCK_MS / 1000 > BLOCK_MAX) return -1;
+    xz_ring_init(&H.mic, H.mic_store, MIC_RING);
+    xz_ring_init(&H.spk, H.spk_store, SPK_RING);
+    xz_ring_init(&H.pcm, H.pcm_store, PCM_RING);
+    xz_ring_init(&H.events, H.ev_store, EVENTS);
+    xz_rs_init(&H.rs_mic, 2, 3);
+    xz_rs_init(&H.rs_spk, 3, 2);
+    H.running = 1;
+    if (pthread_create(&H.codec, NULL, codec_thread, NULL) != 0) {
+        H.running = 0;
+        return -1;
+    }
+    if (pthread_create(&H.mp3, NULL, mp3_thread, NULL) != 0) {
+        xz_engine_stop();
+        return -1;
+    }
+    return 0;
+}
+
+void xz_engine_stop(void) {
+    pthread_mutex_lock(&H.lock);
+    H.running = 0;
+    H.mp3_stop = 1;
+    pthread_cond_broadcast(&H.mp3_cv);
+    pthread_mutex_unlock(&H.lock);
+    pthread_join(H.codec, NULL);
+    pthread_join(H.mp3, NULL);
+}
+
+int xz_engine_call(void (*fn)(void *), void *arg) {
+    if (!H.running) return -1;
+    pthread_mutex_lock(&H.lock);
+    while (H.job_fn) pthread_cond_wait(&H.done_cv, &H.lock);
+    H.job_fn = fn;
+    H.job_arg = arg;
+    H.job_done = 0;
+    while (!H.job_done) pthread_cond_wait(&H.done_cv, &H.lock);
+    pthread_mutex_unlock(&H.lock);
+    return 0;
+}
+
+typedef struct {
+    uint32_t rate, ms;
+    int rc;
+} setup_t;
+
+static void mic_setup(void *arg) {
+    setup_t *s = arg;
+    s->rc = xz_enc_init(H.enc, s->rate, s->ms);
+    if (s->rc == 0) {
+        xz_framer_init(&H.framer, H.frame, xz_enc_frame_samples(H.enc));
+        xz_rs_init(&H.rs_mic, 2, 3);
+        if (H.mic_fd >= 0) close(H.mic_fd);
+        H.mic_fd = open_env("XZAUDIO_MIC", O_RDONLY | O_NONBLOCK);
+        H.block_fill = 0;
+    }
+}
+
+int xz_mic_start(uint32_t opus_rate, uint32_t frame_ms) {
+    setup_t s = {opus_rate, frame_ms, -1};
+    H.mic_on = 0;
+    if (xz_engine_call(mic_setup, &s) != 0 || s.rc != 0) return s.rc ? s.rc : -1;
+    H.mic_on = 1;
+    return 0;
+}
+
+void xz_mic_stop(void) {
+    H.mic_on = 0;
+}
+
+int xz_mic_pop(uint8_t *dst, uint32_t cap) {
+    return xz_pkt_pop(&H.mic, dst, cap);
+}
+
+int xz_mic_readable(void) {
+    return xz_pkt_peek_len(&H.mic) >= 0;
+}
+
+static void spk_setup(void *arg) {
+    setup_t *s = arg;
+    s->rc = xz_dec_init(H.dec, s->rate);
+    xz_rs_init(&H.rs_spk, 3, 2);
+    H.speech_len = H.speech_pos = 0;
+    if (H.spk_fd >= 0) close(H.spk_fd);
+    H.spk_fd = open_env("XZAUDIO_SPK", O_WRONLY | O_CREAT | O_APPEND);
+}
+
+int xz_spk_start(uint32_t opus_rate) {
+    setup_t s = {opus_rate, 60, -1};
+    if (opus_rate != H.rate && !(opus_rate == 16000 && H.rate == 24000)) return XZ_ERR_ARG;
+    H.spk_on = 0;
+    if (xz_engine_call(spk_setup, &s) != 0 || s.rc != 0) return s.rc ? s.rc : -1;
+    H.spk_rate = opus_rate;
+    H.spk_on = 1;
+    return 0;
+}
+
+int xz_spk_push(const uint8_t *pkt, uint32_t len) {
+    return xz_pkt_push(&H.spk, pkt, len);
+}
+
+int xz_spk_writable(uint32_t len) {
+    return xz_ring_free(&H.spk) >= len + 2;
+}
+
+static void spk_drain(void *unused) {
+    (void)unused;
+    while (xz_pkt_skip(&H.spk) >= 0) {
+    }
+    H.speech_len = H.speech_pos = 0;
+}
+
+void xz_spk_flush(void) {
+    xz_engine_call(spk_drain, NULL);
+}
+
+void xz_spk_volume(int percent) {
+    if (percent < 0) percent = 0;
+    if (percent > 100) percent = 100;
+    H.volume_q15 = 32768u * (uint32_t)percent / 100u;
+}
+
+int xz_mp3_play(const char *path) {
+    size_t len = strlen(path);
+    if (len >= PATH_LEN || !H.running) return -1;
+    if (H.mp3_state != XZ_MP3_IDLE) {
+        H.mp3_stop = 1;
+        while (H.mp3_state != XZ_MP3_IDLE) nap_ms(1);
+    }
+    /* The last file's unplayed PCM is not this file's. The codec thread
+     * reads the ring only while PLAYING, so draining it here is safe. */
+    while (xz_ring_used(&H.pcm)) {
+        uint8_t skip[256];
+        xz_ring_read(&H.pcm, skip, sizeof(skip));
+    }
+    pthread_mutex_lock(&H.lock);
+    memcpy(H.mp3_path, path, len + 1);
+    H.mp3_stop = 0;
+    H.mp3_state = XZ_MP3_PLAYING;
+    H.mp3_go = 1;
+    pthread_cond_signal(&H.mp3_cv);
+    pthread_mutex_unlock(&H.lock);
+    return 0;
+}
+
+void xz_mp3_pause(int paused) {
+    if (H.mp3_state == XZ_MP3_IDLE) return;
+    H.mp3_state = paused ? XZ_MP3_PAUSED : XZ_MP3_PLAYING;
+}
+
+void xz_mp3_stop(void) {
+    if (H.mp3_state != XZ_MP3_IDLE) H.mp3_stop = 1;
+}
+
+int xz_mp3_state(void) {
+    return H.mp3_state;
+}
+
+int xz_mp3_event(void) {
+    uint8_t ev;
+    return xz_ring_read(&H.events, &ev, 1) ? ev : -1;
+}
+
+int xz_mp3_event_pending(void) {
+    return xz_ring_used(&H.events) > 0;
+}
+
+void xz_engine_stats(uint32_t out[4]) {
+    out[0] = H.mic.dropped;
+    out[1] = H.spk.dropped;
+    out[2] = 0; /* no I2S clock to fall behind on the host */
+    out[3] = H.mic_frames;
+}

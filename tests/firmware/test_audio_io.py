@@ -1,0 +1,162 @@
+# The board's audio streams (audio.AudioIn / AudioOut / Mp3Player over the
+# xzaudio engine) where a build has them: the board, and the unix port of
+# `make micropython`, whose host engine reads the mic from XZAUDIO_MIC and
+# writes what the speaker plays to XZAUDIO_SPK (raw 16-bit mono, 24 kHz).
+# Other interpreters have no such streams and skip these tests at the top.
+import math
+import os
+
+import asyncio
+
+import audio
+import t
+
+RATE = 24000            # the engine's I2S rate
+TONE_HZ = 400
+MP3 = "tests/firmware/data/cbr_1500ms_notag.mp3"
+
+
+def _engine():
+    return hasattr(audio, "AudioIn") and hasattr(os, "putenv")
+
+
+def _sine(samples, rate, hz=TONE_HZ, amp=8000):
+    pcm = bytearray(samples * 2)
+    for i in range(samples):
+        v = int(amp * math.sin(2 * math.pi * hz * i / rate))
+        pcm[2 * i] = v & 0xFF
+        pcm[2 * i + 1] = (v >> 8) & 0xFF
+    return pcm
+
+
+def _cycles(pcm, threshold=2000, state=None):
+    """Full periods in int16 LE PCM, counted with hysteresis; pass the same
+    state list to count across chunks."""
+    state = state if state is not None else [0, False]
+    n, high = state
+    for i in range(0, len(pcm) - 1, 2):
+        v = pcm[i] | (pcm[i + 1] << 8)
+        v = v - 65536 if v & 0x8000 else v
+        if not high and v > threshold:
+            high = True
+            n += 1
+        elif high and v < -threshold:
+            high = False
+    state[0], state[1] = n, high
+    return n
+
+
+def _file_cycles(path):
+    # In chunks: the whole file would not fit the app's heap next to a codec.
+    state = [0, False]
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(2048)
+            if not chunk:
+                return state[0]
+            _cycles(chunk, state=state)
+
+
+def _size(path):
+    try:
+        return os.stat(path)[6]
+    except OSError:
+        return 0
+
+
+async def _until_size(path, size, what):
+    # Bounded: a stalled engine fails the test instead of hanging the suite.
+    for _ in range(1000):
+        if _size(path) >= size:
+            return
+        await asyncio.sleep_ms(10)
+    raise AssertionError("%s: %s has %d bytes, expected %d" % (what, path, _size(path), size))
+
+
+def _speaker(tag):
+    path = t.tmpdir(tag) + "/spk.pcm"
+    os.putenv("XZAUDIO_SPK", path)
+    return path
+
+
+async def test_speaker_plays_what_the_encoder_made():
+    if not _engine():
+        return
+    path = _speaker("spk")
+    out = audio.AudioOut(RATE)
+    out.set_volume(100)
+    enc = audio.Encoder(RATE, 60)
+    pcm = _sine(RATE * 60 // 1000, RATE)
+    pkt = bytearray(audio._c.MAX_PACKET)
+    frames = 10
+    for _ in range(frames):
+        n = enc.encode(pcm, pkt)
+        await out.play_wait(memoryview(pkt)[:n])
+    await _until_size(path, frames * len(pcm), "speech")
+    t.eq(_size(path), frames * len(pcm), "every sample of every frame, nothing else")
+    seconds = _size(path) / 2 / RATE
+    cycles = _file_cycles(path)
+    t.true(abs(cycles - TONE_HZ * seconds) <= TONE_HZ * seconds * 0.05,
+           "the tone's pitch survives the codec: %d cycles" % cycles)
+    t.eq(out.stats()[1], 0, "no packet dropped")
+
+
+async def test_mic_packets_carry_the_tone_at_16_khz():
+    if not _engine():
+        return
+    d = t.tmpdir("mic")
+    seconds = 1.2
+    with open(d + "/mic.pcm", "wb") as f:
+        f.write(_sine(int(RATE * seconds), RATE))
+    os.putenv("XZAUDIO_MIC", d + "/mic.pcm")
+    mic = audio.AudioIn(16000, 60)
+    mic.start()
+    dec = audio.Decoder(16000)
+    buf = bytearray(audio._c.MAX_PACKET)
+    pcm = bytearray(960 * 2)
+    got = bytearray()
+    want = int(seconds * 1000) // 60          # whole 60 ms frames in the file
+    for _ in range(want):
+        n = await mic.read_packet(buf)
+        m = dec.decode(memoryview(buf)[:n], pcm)
+        got.extend(pcm[:m])
+    mic.stop()
+    t.eq(len(got), want * 960 * 2, "%d frames of 60 ms at 16 kHz" % want)
+    # The first frame holds the resampler's and codec's start-up; after about
+    # a second DTX takes a steady tone for background noise. Frames 2..13:
+    rest = got[1920:1920 * 13]
+    secs = len(rest) / 2 / 16000
+    t.true(abs(_cycles(rest) - TONE_HZ * secs) <= TONE_HZ * secs * 0.05,
+           "24 -> 16 kHz keeps the pitch: %d cycles in %.2f s" % (_cycles(rest), secs))
+
+
+async def test_mp3_plays_to_its_end_then_reports_it():
+    if not _engine():
+        return
+    path = _speaker("mp3")
+    audio.AudioOut(RATE)
+    p = audio.Mp3Player()
+    p.play(MP3)
+    t.eq(await p.next_event(), audio.MP3_END, "natural end")
+    t.eq(p.state(), audio._c.IDLE, "idle after the end")
+    ms = _size(path) * 1000 // (2 * RATE)
+    t.true(abs(ms - audio.mp3_duration_ms(MP3)) <= 60, "played %d ms of a 1500 ms file" % ms)
+
+
+async def test_mp3_stop_pause_and_a_broken_file():
+    if not _engine():
+        return
+    _speaker("mp3b")
+    audio.AudioOut(RATE)
+    p = audio.Mp3Player()
+    p.play(MP3)
+    p.pause()
+    t.eq(p.state(), audio._c.PAUSED, "paused")
+    p.resume()
+    p.stop()
+    t.eq(await p.next_event(), audio.MP3_STOPPED, "a stop is not an end")
+    bad = t.tmpdir("bad") + "/bad.mp3"
+    with open(bad, "wb") as f:
+        f.write(b"not an mp3 at all" * 10)
+    p.play(bad)
+    t.eq(await p.next_event(), audio.MP3_ERROR, "an unreadable file")
