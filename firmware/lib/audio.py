@@ -9,7 +9,7 @@
 #   board (ESP32-S3): the `xzaudio` C module (codec runs in its own FreeRTOS
 #     task with a large stack); also AudioIn / AudioOut / Mp3Player below.
 #   MicroPython unix port built by `make micropython`: the same C module,
-#     Encoder/Decoder only unless it was built with the board's I/O.
+#     its I/O streams over a host engine (files/pipes for I2S, docs/firmware.md).
 #   CPython host: opuslib over Debian libopus0, same settings, same bytes.
 #   Any other MicroPython (pip's unix port): no Opus at all. The module
 #     still imports; OPUS_AVAILABLE is False and constructing a codec raises

@@ -3,15 +3,17 @@
  *
  *   Encoder(rate, frame_ms=60).encode(pcm, out) -> bytes written
  *   Decoder(rate).decode(packet_or_None, out)   -> bytes written
- *   start(mclk=, bclk=, ws=, dout=, din=, rate=24000)   (board builds)
+ *   start(mclk=, bclk=, ws=, dout=, din=, rate=24000)   (XZ_HAVE_IO builds)
  *   AudioIn(rate=16000, frame_ms=60)   pollable: readinto(buf) -> one packet
  *   AudioOut(rate=24000)               pollable: write(packet) -> len or None
  *   Mp3Player()                        pollable: readinto(buf) -> event byte
  *
- * Compiled only inside a MicroPython firmware build (USER_C_MODULES); with
- * XZ_HAVE_IO=1 (the ESP32 port, see micropython.cmake) the libopus calls
- * run on the codec task's large stack and the I/O objects exist. Builds
- * without it (make-based ports) get Encoder/Decoder only, run in place.
+ * Compiled only inside a MicroPython build (USER_C_MODULES); with
+ * XZ_HAVE_IO=1 the libopus calls run on the engine's codec task (its large
+ * stack on the board) and the I/O objects exist: the ESP32 port with the
+ * board engine (micropython.cmake), the unix port with the host engine
+ * (micropython.mk, host/). Builds without it get Encoder/Decoder only,
+ * run in place.
  */
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* Board-only objects of xzaudio: streams the asyncio core can poll.
+/* The I/O objects of xzaudio (XZ_HAVE_IO builds: the board engine, or the
+ * unix port's host engine): streams the asyncio core can poll.
  * Each readinto/write moves exactly one packet (or one event byte), so a
  * packet's boundaries survive; when nothing is ready they return None,
  * which MicroPython's asyncio Stream treats as "wait for the poll". */

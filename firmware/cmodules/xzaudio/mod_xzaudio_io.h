@@ -1,4 +1,4 @@
-/* Board-only objects of the xzaudio module (mod_xzaudio_io.c). */
+/* The I/O objects of the xzaudio module (mod_xzaudio_io.c, XZ_HAVE_IO). */
 #ifndef MOD_XZAUDIO_IO_H
 #define MOD_XZAUDIO_IO_H
 
