@@ -14,9 +14,12 @@ interval ends one line says how many were left out.
 by logger, message template and, optionally, the first argument (the
 device id in our "[%s] ..." lines), so one device cannot drown the others.
 """
+from __future__ import annotations
+
 import asyncio
 import logging
 import time
+from typing import Any, Callable, Hashable, Iterable
 
 MAX_KEYS = 4096     # windows kept at once; older closed ones are summarised early
 
@@ -33,15 +36,17 @@ class _Window:
 
 
 class LogThrottle:
-    def __init__(self, logger=None, interval_s=10.0, burst=3, clock=time.monotonic):
+    def __init__(self, logger: logging.Logger | None = None, interval_s: float = 10.0,
+                 burst: int = 3, clock: Callable[[], float] = time.monotonic) -> None:
         self.logger = logger or logging.getLogger("xiaozhi_server")
         self.interval_s = interval_s
         self.burst = burst
         self.clock = clock
-        self._windows = {}
-        self._timer = None
+        self._windows: dict[Hashable, _Window] = {}
+        self._timer: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
 
-    def allow(self, key, level=logging.INFO, label=None, logger=None):
+    def allow(self, key: Hashable, level: int = logging.INFO, label: str | Callable[[], str] | None = None,
+              logger: logging.Logger | _SummaryLogger | None = None) -> bool:
         """Count one event of this kind; True if it may be logged now. label
         names the kind in the summary (a callable is called only when needed)."""
         now = self.clock()
@@ -62,14 +67,14 @@ class LogThrottle:
             self._arm(w.start + self.interval_s - now)
         return False
 
-    def log(self, level, key, msg, *args):
+    def log(self, level: int, key: Hashable, msg: str, *args: Any) -> bool:
         """Log msg % args unless this kind of event has used its lines; True if logged."""
         if self.allow(key, level):
             self.logger.log(level, msg, *args)
             return True
         return False
 
-    def flush(self, now=None, force=False):
+    def flush(self, now: float | None = None, force: bool = False) -> None:
         """Summarise every window that has ended (every window with force)."""
         now = self.clock() if now is None else now
         for key, w in list(self._windows.items()):
@@ -130,7 +135,8 @@ class _SummaryLogger:
         self.logger.log(level, msg, *args, extra={"_throttle_summary": True})
 
 
-def throttle_loggers(names, interval_s=10.0, burst=10, by_first_arg=False):
+def throttle_loggers(names: Iterable[str], interval_s: float = 10.0, burst: int = 10,
+                     by_first_arg: bool = False) -> None:
     """Attach one ThrottleFilter to each named logger (once, however often
     called); a later call sets the interval and burst of the one attached."""
     for name in names:
