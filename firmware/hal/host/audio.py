@@ -9,7 +9,16 @@
 #   mic.feed_wav(path)            16 kHz mono WAV, encoded here (CPython)
 #   speaker                       one reply per begin_reply()/end_reply():
 #                                 reply_NNNN.wav (decoded, CPython) and
-#                                 reply_NNNN/ with the raw frames (always)
+#                                 reply_NNNN/ with the raw frames (always);
+#                                 where xzaudio has the I/O streams (the
+#                                 unix build of `make micropython`) every
+#                                 frame also goes through the board's C
+#                                 speaker path (audio.AudioOut), which
+#                                 appends the PCM it plays to
+#                                 speaker/played.pcm (24 kHz, s16le mono)
+import os
+
+import audio
 from hal.host import fs, opus, wav
 
 FRAME_MS = 60
@@ -97,6 +106,21 @@ class HostSpeaker:
         self._play_until = 0
         self._count = len([n for n in _listdir(out_dir) if n.startswith("reply_") and
                            not n.endswith(".wav")]) if fs.isdir(out_dir) else 0
+        self.c_dropped = 0   # frames the C speaker's full queue refused
+        self._c = None
+        self._open_c()
+
+    def _open_c(self):
+        if not (hasattr(audio, "AudioOut") and hasattr(os, "putenv")):
+            return
+        fs.makedirs(self.out_dir)
+        os.putenv("XZAUDIO_SPK", fs.join(self.out_dir, "played.pcm"))
+        try:
+            self._c = audio.AudioOut(self.sample_rate)
+        except ValueError:  # a rate the engine cannot play: the frames are still kept
+            self._c = None
+            return
+        self._c.set_volume(self.volume)
 
     @property
     def replies(self):
@@ -104,11 +128,16 @@ class HostSpeaker:
         return [_frames_from_dir(d) for d in self._dirs]
 
     def configure(self, sample_rate, frame_ms=FRAME_MS):
+        changed = sample_rate != self.sample_rate
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
+        if changed:
+            self._open_c()
 
     def set_volume(self, volume):
         self.volume = max(0, min(100, int(volume)))
+        if self._c is not None:
+            self._c.set_volume(self.volume)
 
     def begin_reply(self):
         if self._open:
@@ -134,6 +163,8 @@ class HostSpeaker:
             self._dirs.append(self._base)
         with open(fs.join(self._base, "%05d.opus" % self._frames), "wb") as f:
             f.write(frame)
+        if self._c is not None and not self._c.play(frame):
+            self.c_dropped += 1
         self._frames += 1
         self._play_until += self.frame_ms
 
