@@ -1,6 +1,6 @@
 """python -m bench [--quick] [--sessions N,N,...] [section ...]
 
-Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge (default: all),
+Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge, voice (default: all),
 and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--pid PID]
 [--token T]` drives any xiaozhi server with the concurrency section's load.
 Each prints a table of figures with their targets beside them. A missed
@@ -16,7 +16,7 @@ import traceback
 
 from . import report
 
-SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge")
+SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice")
 ON_REQUEST = ("compare",)   # never part of "all": it needs a server's URL
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
@@ -26,6 +26,7 @@ TITLES = {
     "concurrency": "5. concurrent sessions over loopback WebSockets",
     "edge": "8. slow and flooding clients at the edge",
     "control": "7. control plane: a burst of API calls to one device",
+    "voice": "9. offline voices: Chinese read back by Whisper, ASR per utterance length",
     "compare": "another xiaozhi server under the concurrency load",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
@@ -48,6 +49,7 @@ def sizes(args):
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
         "control": {"requests": 300 if q else 2000},
+        "voice": {"lengths": not q},
     }
 
 
@@ -87,6 +89,9 @@ def run_section(name, size):
     if name == "control":
         from .control_flood import run_control
         return asyncio.run(run_control(**size))
+    if name == "voice":
+        from .voice import run_voice
+        return asyncio.run(run_voice(**size))
     raise ValueError(name)
 
 
