@@ -14,11 +14,16 @@ given, so a 2 s question costs a fraction of a full window and reads the
 same (bench `voice` measures both). Much less silence than ~5 s makes
 Whisper repeat a short utterance until its token budget runs out. Longer
 audio goes through faster-whisper's own window-by-window transcribe.
+
+The model decodes one utterance at a time (one CTranslate2 worker, all
+cores): sessions that finish speaking together queue on the event loop
+(serial.LoopSerial), not in pool threads that other sessions' TTS needs.
 """
 import os
 import threading
 
 from .registry import register
+from .serial import LoopSerial
 from .workers import run_blocking
 
 SAMPLE_RATE = 16000
@@ -28,6 +33,7 @@ HOP = 160            # samples per feature frame
 
 _models: dict = {}
 _models_lock = threading.Lock()
+_serial = LoopSerial()   # the model decodes one utterance at a time (see serial)
 _tokenizers: dict = {}
 
 
@@ -120,7 +126,8 @@ class WhisperAsr:
         """Text of 16 kHz mono int16 PCM; `language` like "en" or "zh" when known."""
         if len(pcm16k) < 3200:  # under 0.1 s: nothing a person said
             return ""
-        return await run_blocking(self._transcribe, pcm16k, language or self.language)
+        async with _serial.lock():
+            return await run_blocking(self._transcribe, pcm16k, language or self.language)
 
     async def warm_up(self):
         """Load the model now rather than on the first utterance."""

