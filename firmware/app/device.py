@@ -125,19 +125,7 @@ class Device:
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
         if self.cfg.get("ota_url"):
-            info = await heap.load("app.boot.ota").check(self.cfg["ota_url"], self.identity, b.clock,
-                                                          b.name, token=self.token)
-            if info is not None:
-                self.ws_url = info["url"]
-                self.token = info["token"] or self.token
-                if info.get("version"):
-                    self.version = info["version"]
-                m = info.get("mqtt")
-                if m and (self.cfg.get("mqtt") or {}).get("url"):
-                    # The broker stays the configured one; its login comes from the server.
-                    mc = dict(self.cfg["mqtt"])
-                    mc["user"], mc["password"] = m["username"], m["password"]
-                    self.cfg["mqtt"] = mc
+            await heap.load("app.boot.ota").configure(self)
         self.state.go(proto.STATE_IDLE)
         return True
 

@@ -2,6 +2,7 @@
 # WebSocket URL and token (and the control broker's login), and set the
 # clock from the server time.
 #
+#   await configure(device)     # at boot: check, then the device uses the answer
 #   info = await check(cfg["ota_url"], identity, board.clock, board_name, token=stored_token)
 #   info -> {"url", "token", "version", "mqtt"} or None (unreachable / bad answer)
 #   info["mqtt"] -> {"url", "username", "password"} or None
@@ -72,3 +73,21 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000, token
     mqtt = {"url": m["url"], "username": m["username"], "password": m.get("password", "")} \
         if m.get("username") else None
     return {"url": w["url"], "token": w.get("token", ""), "version": w.get("version"), "mqtt": mqtt}
+
+
+async def configure(dev):
+    """Ask the device's OTA URL and apply the answer: the WebSocket URL, token
+    and protocol version, and the broker login for a configured broker (the
+    broker stays the configured one). An unreachable server changes nothing."""
+    info = await check(dev.cfg["ota_url"], dev.identity, dev.board.clock, dev.board.name, token=dev.token)
+    if info is None:
+        return
+    dev.ws_url = info["url"]
+    dev.token = info["token"] or dev.token
+    if info.get("version"):
+        dev.version = info["version"]
+    m = info.get("mqtt")
+    if m and (dev.cfg.get("mqtt") or {}).get("url"):
+        mc = dict(dev.cfg["mqtt"])
+        mc["user"], mc["password"] = m["username"], m["password"]
+        dev.cfg["mqtt"] = mc

@@ -1,4 +1,5 @@
-# Which task the device runs after boot (docs/entry.md, Boot order), first hit wins:
+# Which task the device runs after boot (docs/entry.md, Boot order); boot()
+# gathers the inputs and resolve() decides, first hit wins:
 #   1. a cached MQTT immediate command that has not run yet;
 #   2. an alarm whose date has come (checked against the alarm table, not
 #      the chip's flag) with a task that is not chat.conversation: the
@@ -11,11 +12,49 @@
 # A pending task of source schedule never runs by itself: it only says
 # which lesson waits for the next alarm (a lesson set for 7:00 does not
 # start at a 6:00 reboot, nor at a wake a month early).
+import gc
+
+import log
+import nvs_store
 import proto
+from app import heap
 from app.entry.task import default_task, is_default, task
 
 
 _NEVER_RUN = (proto.SOURCE_SCHEDULE, proto.SOURCE_DEFAULT_CHAT)
+_log = log.get("entry")
+
+
+def boot(entry):
+    """(task, why) for this boot, from what the board holds: the chip's
+    clock, the alarm table, the cached command, the pending record."""
+    rtc, board = entry.rtc, entry.dev.board
+    # The chip is the battery-backed clock; after a battery change it
+    # starts from the board clock (set from the server's time by OTA).
+    if rtc.lost_power():
+        rtc.set_time(entry.clock.time())
+    now = rtc.time()
+    cause = board.wake_cause()
+    # Every boot: a change cut by a power loss is finished, the chip is
+    # armed from the table again, and only an alarm whose date has come runs.
+    due = None
+    if _alarms_in_use(board, rtc):
+        fired = entry.alarms.boot(now)
+        if fired is not None:
+            entry.dev.bus.emit("alarm", alarm_id=fired["alarm_id"], at=now, what="fired")
+            due = heap.load("app.entry.alarms").task_of(fired)
+        entry.drop_alarms()
+        gc.collect()   # room for the schema table's longest line (valid() below)
+    t, why = resolve(cause, entry.records.get(entry.REC_CACHED), entry.pending(), due)
+    _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
+    return t, why
+
+
+def _alarms_in_use(board, rtc):
+    # Cheap: no record read, no module loaded (a plain boot keeps its heap).
+    st = nvs_store.RecordStore(board.nvs("xzalarms"), 0)
+    return st.has("alarms") or st.has("journal") or st.has("armed") or \
+        rtc.alarm_enabled() or rtc.alarm_fired()
 
 
 def valid(rec):

@@ -78,11 +78,11 @@ class Entry:
                                              tz, pending_store=self.records)
         return self._alarms
 
-    def _alarms_in_use(self):
-        # Cheap: no record read, no module loaded (a plain boot keeps its heap).
-        st = nvs_store.RecordStore(self.dev.board.nvs("xzalarms"), 0)
-        return st.has("alarms") or st.has("journal") or st.has("armed") or \
-            self.rtc.alarm_enabled() or self.rtc.alarm_fired()
+    def drop_alarms(self):
+        """Let the alarm table go (loaded again when the chip fires or
+        SET_ALARM comes): a plain boot keeps its heap."""
+        self._alarms = None
+        heap.forget("app.entry.alarms")
 
     @property
     def commands(self):
@@ -102,28 +102,11 @@ class Entry:
     # ---- boot ----
 
     def boot_task(self):
-        # The chip is the battery-backed clock; after a battery change it
-        # starts from the board clock (set from the server's time by OTA).
-        if self.rtc.lost_power():
-            self.rtc.set_time(self.clock.time())
-        now = self.now()
-        cause = self.dev.board.wake_cause()
-        # Every boot: a change cut by a power loss is finished, the chip is
-        # armed from the table again, and only an alarm whose date has come runs.
-        due = None
-        if self._alarms_in_use():
-            entry = self.alarms.boot(now)
-            if entry is not None:
-                self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=now, what="fired")
-                due = heap.load("app.entry.alarms").task_of(entry)
-            self._alarms = None       # loaded again when the chip fires or SET_ALARM comes
-            heap.forget("app.entry.alarms")
-        # The collection in load() also makes room for the schema table's longest line.
-        t, why = heap.load("app.entry.boot_resolver").resolve(
-            cause, self.records.get(self.REC_CACHED), self.records.get(REC_PENDING), due)
-        heap.forget("app.entry.boot_resolver")   # runs once per boot
+        """(task, why) for this boot: app/entry/boot_resolver.py, loaded for
+        the boot and dropped after it with the modules it used."""
+        t, why = heap.load("app.entry.boot_resolver").boot(self)
+        heap.forget("app.entry.boot_resolver")
         heap.forget("app.entry.task")            # the gateway loads it again
-        _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
         return t, why
 
     async def run_boot_task(self, t, why):
