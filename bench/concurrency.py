@@ -24,6 +24,7 @@ import asyncio
 import gc
 import multiprocessing
 import os
+import threading
 import time
 
 from .device import opus_frames
@@ -69,6 +70,24 @@ def rss_mb(pid):
     except OSError:
         return None
     return None
+
+
+def thread_cpu():
+    """CPU seconds of this process's threads, summed by name (xiaozhi-vad,
+    xiaozhi-upstream, ...; the event loop is the process's own name)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    names = {str(t.native_id): t.name for t in threading.enumerate()}
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/stat" % tid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        key = "loop" if tid == str(os.getpid()) else names.get(tid, "other").split("_")[0]
+        out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def load_packets():
@@ -125,7 +144,7 @@ async def drive(url, sessions, seconds, token=None, pid=None):
     proc.join(5)
     if "failed" in result:
         raise RuntimeError(result["failed"])
-    result.update(ramp_s=ramp_s, t0=t0, lag=lag, rss0=rss0, rss_peak=peak[0] if pid is not None else None,
+    result.update(ramp_s=ramp_s, t0=t0, wall=wall, lag=lag, rss0=rss0, rss_peak=peak[0] if pid is not None else None,
                   self_cpu=(cpu1.user - cpu0.user + cpu1.system - cpu0.system) / wall,
                   machine=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))
     return result
@@ -165,7 +184,9 @@ async def _run_ours(n, seconds, llm_url):
                            asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS)) as srv:
         batcher = getattr(srv.services.vad, "batcher", None)
         calls0, windows0 = (batcher.calls, batcher.windows) if batcher is not None else (0, 0)
+        threads0 = thread_cpu()
         r = await drive(srv.url, n, seconds, pid=os.getpid())
+        threads1 = thread_cpu()
         deadline = time.monotonic() + 10.0
         while srv.services.sessions and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
@@ -191,6 +212,10 @@ async def _run_ours(n, seconds, llm_url):
         Figure("  CPU, server process", 100.0 * r["self_cpu"], "%",
                note="100 %% = one core; machine %.0f %% of %d cores; load process %.0f %%" % (
                    100.0 * r["machine"], os.cpu_count() or 0, 100.0 * r["cpu"])),
+        Figure("  CPU by thread", None, "", note=", ".join(
+            "%s %.0f %%" % (name, 100.0 * (threads1[name] - threads0.get(name, 0.0)) / r["wall"])
+            for name in sorted(threads1, key=lambda k: threads0.get(k, 0.0) - threads1[k])
+            if threads1[name] - threads0.get(name, 0.0) >= 0.01 * r["wall"])),
     ]
     if batcher is not None and batcher.calls > calls0:
         figures.append(Figure("  VAD windows per model call", (batcher.windows - windows0) / (batcher.calls - calls0),

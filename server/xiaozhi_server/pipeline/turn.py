@@ -18,7 +18,6 @@ was made. One detector serves one audio stream.
 """
 import numpy as np
 
-from ..providers.workers import run_upstream
 
 RATE = 16000
 
@@ -105,9 +104,8 @@ class EndOfTurnDetector:
         return self.judge(probs, raw)
 
     async def feed(self, pcm: bytes) -> list[TurnEvent]:
-        """Windows cut in the upstream pool, judged with other streams' in one model call."""
-        windows, raw = await run_upstream(self.take, pcm)
-        probs = await self.vad.judge(windows) if len(windows) else []
+        """Windows cut and judged in the VAD thread, with other streams' in one model call."""
+        probs, raw = await self.vad.judge_after(lambda: self.take(pcm))
         return self.judge(probs, raw)
 
     def _step(self, p, win):

@@ -37,6 +37,11 @@ class VadStream(Protocol):
         """Probabilities of float32 windows [k, window] in [-1, 1]."""
         ...
 
+    async def judge_after(self, prepare: Any) -> tuple[Sequence[float], Any]:
+        """(probabilities, extra) of the windows prepare() returns as (windows, extra),
+        prepare running where the VAD runs."""
+        ...
+
     def reset(self) -> None:
         ...
 

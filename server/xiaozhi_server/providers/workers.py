@@ -5,12 +5,11 @@ never run on the event loop: one blocked loop stalls the paced audio of
 every session. The native libraries release the GIL, so threads give real
 parallelism on the machine's cores.
 
-Work is split by direction so that one never queues behind the other:
+Work is split so that reply audio never queues behind the rest (what the
+devices send is decoded and judged in the VAD thread, see vad_silero):
 
 - `run_blocking` (the general pool): providers' own work, ASR and TTS
   synthesis, which may take a second per call;
-- `run_upstream`: decoding the devices' Opus frames (the VAD itself runs
-  in its own batching thread, see vad_silero);
 - `run_downstream`: resampling and encoding reply audio, a few ms per
   sentence, on which the paced frames of every speaking session wait.
 """
@@ -49,11 +48,6 @@ async def _run(kind, fn, args, kwargs):
 async def run_blocking(fn, *args, **kwargs):
     """Run `fn(*args, **kwargs)` in the general pool and await its result."""
     return await _run("general", fn, args, kwargs)
-
-
-async def run_upstream(fn, *args, **kwargs):
-    """Decode work on what the devices send."""
-    return await _run("upstream", fn, args, kwargs)
 
 
 async def run_downstream(fn, *args, **kwargs):

@@ -1,11 +1,12 @@
 """Hearing the user: Opus frames -> PCM -> VAD end of turn -> ASR text.
 
 Frames are queued as they arrive and worked off by one task, a batch at a
-time, so the receive loop never waits on the VAD or ASR: Opus decoding runs
-in the upstream pool, the VAD in the process's VAD thread (batched with
-every other session's windows), ASR in the general pool. There is no deaf window: frames are heard from the first one
-after `listen start` or a wake word, and speech that starts while the
-server speaks is reported (`on_speech_start`) so the session can barge in.
+time, so the receive loop never waits on the VAD or ASR: the process's VAD
+thread decodes a batch and judges it with every other session's windows
+(one hand-off per batch), ASR runs in the general pool. There is no deaf
+window: frames are heard from the first one after `listen start` or a wake
+word, and speech that starts while the server speaks is reported
+(`on_speech_start`) so the session can barge in.
 
 Modes: auto and realtime end a turn on silence; manual ends it on
 `listen stop` (push to talk), whatever the VAD says.
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ..pipeline.opus import OpusDecoder
 from ..pipeline.turn import EndOfTurnDetector
-from ..providers.workers import run_blocking, run_upstream
+from ..providers.workers import run_blocking
 
 if TYPE_CHECKING:
     from ..providers.base import AsrProvider, VadProvider
@@ -165,8 +167,9 @@ class Listener:
             await self._process_batch()
 
     def _decode(self, packets, detector, keep_manual):
-        """Blocking (in the upstream pool): decode a batch and cut it into VAD
-        windows, so the event loop makes no codec call per frame."""
+        """Blocking (in the VAD thread, just before it judges the windows with
+        every other session's): decode a batch and cut it into VAD windows, so
+        the event loop makes no codec call per frame and one hand-off per batch."""
         pcm = bytearray()
         for packet in packets:
             try:
@@ -176,7 +179,7 @@ class Listener:
         if keep_manual and len(self._manual) + len(pcm) <= MAX_MANUAL_BYTES:
             self._manual += pcm
         windows, raw = detector.take(bytes(pcm))
-        return windows, raw, len(pcm) // 32
+        return windows, (raw, len(pcm) // 32)
 
     async def _process_batch(self):
         packets = []
@@ -192,9 +195,8 @@ class Listener:
             detector.reset()
         self._judging = True
         try:
-            windows, raw, heard_ms = await run_upstream(self._decode, packets, detector, manual)
-            # The VAD thread judges these with every other session's windows.
-            probs = await detector.vad.judge(windows) if len(windows) else ()
+            probs, (raw, heard_ms) = await detector.vad.judge_after(
+                functools.partial(self._decode, packets, detector, manual))
         finally:
             self._judging = False
         events = detector.judge(probs, raw)
