@@ -9,7 +9,7 @@
 # What is frozen, under the names the firmware imports:
 #   lib/*.py            as top-level modules (ws, proto, log, ...)
 #   hal/                the package, without hal/host (the host simulation)
-#   app/                the package
+#   app/                the package and its rooms (voice/, entry/, ...)
 #   main.py             unless XIAOZHI_FREEZE_MAIN=0 (development image:
 #                       a frozen main.py runs in place of /main.py, so a
 #                       board that gets its app by `flash.py --app-only`
