@@ -94,7 +94,9 @@ def configure(port, build, idf, toolchain, python, pythonpath, board, usermods, 
     if build.exists():
         shutil.rmtree(build)
     cmd = ["cmake", "-G", "Ninja", "-S", str(port), "-B", str(build),
-           "-DMICROPY_BOARD_DIR=" + str(board), "-DUSER_C_MODULES=" + str(usermods),
+           # As ports/esp32/Makefile passes them for BOARD_DIR=... (tools/flash.py).
+           "-DMICROPY_BOARD=" + board.name, "-DMICROPY_BOARD_DIR=" + str(board),
+           "-DUSER_C_MODULES=" + str(usermods),
            # berkeley-db is a submodule a trimmed MicroPython source may lack;
            # the firmware does not use btree.
            "-DMICROPY_PY_BTREE=0",
