@@ -12,6 +12,7 @@ and peak RSS.
     python -m bench.workers [N ...]      (default 100)
 """
 import asyncio
+import os
 import time
 
 from xiaozhi_server.services import Services
@@ -32,16 +33,30 @@ def services(config):
 
 
 def _proc_figures(pid):
-    """(cpu seconds, peak RSS MB) of one process, from /proc."""
+    """(cpu seconds, seconds its threads waited for a core, peak RSS MB) of one process, from /proc."""
     with open("/proc/%d/stat" % pid) as f:
         rest = f.read().rsplit(")", 1)[1].split()
     cpu = (int(rest[11]) + int(rest[12])) / 100.0
+    waited = 0.0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                waited += int(f.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            pass    # a thread that ended meanwhile
     peak = 0
     with open("/proc/%d/status" % pid) as f:
         for line in f:
             if line.startswith("VmHWM:"):
                 peak = int(line.split()[1]) // 1024
-    return cpu, peak
+    return cpu, waited, peak
+
+
+async def _peak_sessions(pool, held):
+    """The most sessions each worker reported at once (as /health lists them)."""
+    while True:
+        held[:] = [max(a, b) for a, b in zip(held, pool.sessions())]
+        await asyncio.sleep(0.5)
 
 
 async def _one(k, sessions, llm_url):
@@ -50,19 +65,29 @@ async def _one(k, sessions, llm_url):
     await pool.start()
     try:
         pids = list(pool.pids().values())
-        cpu0, t0 = [_proc_figures(p)[0] for p in pids], time.monotonic()
-        r = await drive("ws://127.0.0.1:%d%s" % (pool.port, cfg["server"]["ws_path"]), sessions, SECONDS)
+        before, t0 = [_proc_figures(p) for p in pids], time.monotonic()
+        held = [0] * k
+        sampling = asyncio.create_task(_peak_sessions(pool, held))
+        try:
+            r = await drive("ws://127.0.0.1:%d%s" % (pool.port, cfg["server"]["ws_path"]), sessions, SECONDS)
+        finally:
+            sampling.cancel()
         wall = time.monotonic() - t0
-        figs = [_proc_figures(p) for p in pids]
+        after = [_proc_figures(p) for p in pids]
     finally:
         await pool.stop()
-    cpu = [100.0 * (c - c0) / wall for (c, _), c0 in zip(figs, cpu0)]
-    rss = [peak for _c, peak in figs]
+    cpu = [100.0 * (a[0] - b[0]) / wall for a, b in zip(after, before)]
+    waited = [100.0 * (a[1] - b[1]) / wall for a, b in zip(after, before)]
+    rss = [a[2] for a in after]
     label = "%d worker%s" % (k, "s" if k > 1 else "")
     devices = _device_figures(sessions, r, server_rss=False)
     devices[0].name = "%s, %s" % (label, devices[0].name)
     return devices + [
+        Figure("  sessions per worker, most at once", max(held), "", note=", ".join(str(h) for h in held)),
         Figure("  CPU per worker", max(cpu), "%", note=", ".join("%.0f" % c for c in cpu) + " (100 % = one core)"),
+        Figure("  waiting for a core, per worker", max(waited), "%",
+               note=", ".join("%.0f" % w for w in waited) + " (its threads' run-queue time over the run; "
+               "high: the machine starved it)"),
         Figure("  peak RSS per worker", max(rss), "MB", note=", ".join(str(x) for x in rss)),
         Figure("  CPU, whole machine", 100.0 * r["machine"], "%", note="other work on the machine included")]
 
