@@ -19,15 +19,14 @@ is missing. docs/cmodule.md, "Compiling the board glue".
 """
 import argparse
 import os
-import re
-import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from esp32glue import idfproject, mpgen, mpport, newlib, sources  # noqa: E402
+from esp32glue import config, idfproject, mpgen, mpport, newlib, sources  # noqa: E402
+from esp32glue.compile import compile_all, preprocessor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 XZ = ROOT / "firmware" / "cmodules" / "xzaudio"
@@ -40,7 +39,6 @@ MANAGER_REQ = "idf-component-manager>=2,<3"
 # What the glue itself includes, besides the component's own requirements.
 IDF_REQUIRES = ["esp_driver_i2s", "esp_psram", "freertos", "heap", "newlib", "78__esp-opus",
                 "espressif__esp_audio_codec"]
-NO_SPIRAM_DEFAULTS = "CONFIG_SPIRAM=y\nCONFIG_SPIRAM_MODE_OCT=y\nCONFIG_SPIRAM_SPEED_80M=y\n"
 
 
 def main(argv=None):
@@ -63,15 +61,15 @@ def main(argv=None):
         mp = sources.get(a.micropython, build / "src" / "micropython") if a.micropython else None
     except sources.SourceError as e:
         return fail(2, str(e))
-    print("ESP-IDF:          %s, %s" % (idf.describe, idf_version(idf.root)))
-    print("78/esp-opus:      %s, version %s" % (opus.describe, component_version(opus.root)))
-    print("esp_audio_codec:  %s, version %s" % (codec.describe, component_version(codec.root)))
+    print("ESP-IDF:          %s, %s" % (idf.describe, config.idf_version(idf.root)))
+    print("78/esp-opus:      %s, version %s" % (opus.describe, config.component_version(opus.root)))
+    print("esp_audio_codec:  %s, version %s" % (codec.describe, config.component_version(codec.root)))
     print("newlib:           %s" % nl.describe)
     print("MicroPython:      %s" % (mp.describe if mp else "not given: the binding is not compiled"))
     for t in (idf, opus, codec, nl) + ((mp,) if mp else ()):
         if t.missing:
             print("  note: %d files of %s were not in the mirror" % (t.missing, t.describe))
-    if not check_versions(opus.root, codec.root):
+    if not config.check_versions(XZ / "idf_component.yml", opus.root, codec.root):
         return 1
     pypath = python_tools(build, a.python, [("kconfgen", KCONFGEN_REQ)] +
                           ([("idf_component_manager", MANAGER_REQ)] if mp else []))
@@ -114,7 +112,7 @@ def main(argv=None):
 def idf_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, pypath):
     """The glue and the core in a plain ESP-IDF project; errors counted, or None."""
     try:
-        defaults = sdkconfig_defaults(build, mp)
+        defaults = config.sdkconfig_defaults(build, mp, BOARD, ROOT / "firmware" / "partitions.csv")
     except FileNotFoundError as e:
         fail(1, "board sdkconfig defaults: %s does not exist" % e)
         return None
@@ -132,7 +130,7 @@ def idf_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, pyp
         fail(1, "ESP-IDF's CMake configure failed (full log: %s)" % log)
         return None
     print("== ESP-IDF project (esp32s3): the glue and the core")
-    print_sdkconfig(build / "idf" / "config" / "sdkconfig.h")
+    config.print_sdkconfig(build / "idf" / "config" / "sdkconfig.h")
     return compile_all(files, idfproject.commands_for(build / "idf", files))
 
 
@@ -159,8 +157,8 @@ def port_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, py
     print("== MicroPython ports/esp32, MICROPY_BOARD_DIR=%s, USER_C_MODULES=%s"
           % (os.path.relpath(BOARD, ROOT), usermods))
     print("  component manager resolved %s; stand-ins for the port's own %s"
-          % (resolved(port), ", ".join(stood_in)))
-    print_sdkconfig(out / "config" / "sdkconfig.h")
+          % (config.resolved(port, idfproject.TARGET), ", ".join(stood_in)))
+    config.print_sdkconfig(out / "config" / "sdkconfig.h")
     cmds = mpport.main_component_commands(out, files)
     no_io = [f.name for f in files if f in cmds and "XZ_HAVE_IO=1" not in cmds[f][1]]
     if no_io:
@@ -171,26 +169,6 @@ def port_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, py
         made = mpgen.generate(mp.root, out, preprocessor(cmds[binding[0]]), binding)
         print("  genhdr: %(qstrs)d qstrs, %(modules)d module(s), %(texts)d error texts" % made)
     return compile_all(files, cmds)
-
-
-def resolved(port):
-    """What the component manager resolved, from the lock file it wrote."""
-    import yaml
-    lock = port / "lockfiles" / ("dependencies.lock." + idfproject.TARGET)
-    deps = yaml.safe_load(lock.read_text()).get("dependencies", {})
-    return ", ".join("%s %s" % (k, v.get("version")) for k, v in deps.items()
-                     if k in ("78/esp-opus", "espressif/esp_audio_codec", "idf"))
-
-
-def compile_all(files, cmds):
-    missing = [str(f) for f in files if f not in cmds]
-    if missing:
-        fail(1, "no compile command for: %s" % ", ".join(missing))
-        return len(missing)
-    bad = sum(compile_check(f, *cmds[f]) for f in files)
-    print("%d files compiled (to host assembly, not assembled), %d with errors or warnings"
-          % (len(files), bad))
-    return bad
 
 
 def parse_args(argv):
@@ -222,38 +200,6 @@ def fail(code, msg):
 
 def tail(path, n):
     return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-
-
-def idf_version(root):
-    text = (root / "components" / "esp_common" / "include" / "esp_idf_version.h").read_text()
-    parts = [re.search(r"#define ESP_IDF_VERSION_%s\s+(\d+)" % k, text).group(1)
-             for k in ("MAJOR", "MINOR", "PATCH")]
-    return "esp_idf_version.h says v" + ".".join(parts)
-
-
-def component_version(root):
-    m = re.search(r"^version:\s*['\"]?([\w.\-~]+)", (root / "idf_component.yml").read_text(), re.M)
-    return m.group(1) if m else "unknown"
-
-
-def caret_admits(spec, version):
-    """`^X.Y.Z` as the IDF component manager reads it (semver caret)."""
-    want = [int(x) for x in spec.lstrip("^").split(".")]
-    have = [int(x) for x in re.match(r"[\d.]+", version).group(0).strip(".").split(".")]
-    return have[0] == want[0] and have >= want if want[0] else have[:2] == want[:2] and have >= want
-
-
-def check_versions(opus_root, codec_root):
-    """Our idf_component.yml must admit the versions compiled against."""
-    ours = (XZ / "idf_component.yml").read_text()
-    ok = True
-    for name, root in (("78/esp-opus", opus_root), ("espressif/esp_audio_codec", codec_root)):
-        spec = re.search(r"^\s*%s:\s*['\"]([^'\"]+)" % re.escape(name), ours, re.M).group(1)
-        have = component_version(root)
-        admits = caret_admits(spec, have)
-        print("  idf_component.yml %s %s %s %s" % (name, spec, "admits" if admits else "does NOT admit", have))
-        ok = ok and admits
-    return ok
 
 
 def python_tools(build, python, needs):
@@ -314,85 +260,6 @@ def placeholder_submodules(idf, stubs):
             (idf.root / rel / "include").mkdir(parents=True, exist_ok=True)
             made.append(rel)
     return made
-
-
-def sdkconfig_defaults(build, mp):
-    """The board's sdkconfig defaults, in the order its mpconfigboard.cmake
-    lists them (MicroPython's boards/... files come from the MicroPython
-    tree), concatenated as MicroPython's CMake does."""
-    out = build / "sdkconfig.defaults"
-    text = (BOARD / "mpconfigboard.cmake").read_text()
-    block = re.search(r"set\(SDKCONFIG_DEFAULTS(.*?)\)", text, re.S).group(1)
-    parts = []
-    for item in block.split():
-        if "sdkconfig.xiaozhi_partitions" in item:
-            # As the board's CMake writes it: our table, by absolute path.
-            parts.append('CONFIG_PARTITION_TABLE_CUSTOM=y\nCONFIG_PARTITION_TABLE_CUSTOM_FILENAME="%s"\n'
-                         % (ROOT / "firmware" / "partitions.csv"))
-            continue
-        if item.startswith("${CMAKE_CURRENT_LIST_DIR}/"):
-            parts.append((BOARD / item.split("/", 1)[1]).read_text())
-        elif mp:
-            parts.append((mp.root / "ports" / "esp32" / item).read_text())
-    if not mp:
-        parts.append(NO_SPIRAM_DEFAULTS)
-    out.write_text("\n".join(parts))
-    return [out]
-
-
-def print_sdkconfig(header):
-    text = header.read_text()
-    keys = ("IDF_TARGET", "SPIRAM_MODE_OCT", "FREERTOS_HZ", "ESP_DEFAULT_CPU_FREQ_MHZ",
-            "ESPTOOLPY_FLASHSIZE", "FREERTOS_UNICORE")
-    got = []
-    for k in keys:
-        m = re.search(r"#define CONFIG_%s (.*)" % k, text)
-        got.append("%s=%s" % (k, m.group(1) if m else "(unset)"))
-    print("sdkconfig.h (kconfgen, esp32s3): " + ", ".join(got))
-
-
-def _flags(command):
-    """The compile command without its output and input: only the flags."""
-    args = shlex.split(command)
-    out, skip = [], False
-    for x in args[1:]:
-        if skip:
-            skip = False
-        elif x == "-o":
-            skip = True
-        elif x != "-c" and not x.endswith(".c"):
-            out.append(x)
-    return args[0], out
-
-
-def preprocessor(entry):
-    directory, command = entry
-    cc, flags = _flags(command)
-
-    def run(extra, source, stdin_text):
-        cmd = [cc] + flags + extra + ["-E", str(source) if source else "-"]
-        r = subprocess.run(cmd, cwd=directory, input=stdin_text, capture_output=True, text=True)
-        if r.returncode:
-            raise SystemExit("preprocessing failed:\n" + r.stderr[-4000:])
-        return r.stdout
-    return run
-
-
-def compile_check(src, directory, command):
-    """ESP-IDF's own command for SRC, taken as far as assembly text (-S):
-    the optimiser runs at the build's level, so its flow warnings
-    (uninitialised use, out-of-bounds, overflowing copies) are reported;
-    the output is host assembly and is thrown away, never assembled."""
-    cc, flags = _flags(command)
-    r = subprocess.run([cc] + flags + ["-fdiagnostics-color=never", "-S", "-o", os.devnull, str(src)],
-                       cwd=directory, capture_output=True, text=True)
-    rel = os.path.relpath(src, ROOT) if Path(src).is_relative_to(ROOT) else str(src)
-    diags = [l for l in r.stderr.splitlines() if re.search(r": (error|warning): ", l)]
-    print("%-45s %s" % (rel, "ok" if r.returncode == 0 and not diags else "FAILED"))
-    if r.returncode or diags:
-        print(r.stderr.rstrip())
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
