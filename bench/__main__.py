@@ -2,7 +2,8 @@
 
 Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge, voice (default: all),
 and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--pid PID]
-[--token T]` drives any xiaozhi server with the concurrency section's load.
+[--token T]` drives any xiaozhi server with the concurrency section's load;
+workers: `workers [--sessions 100]` that load against 1 and 2 worker processes.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -17,7 +18,7 @@ import traceback
 from . import report
 
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice")
-ON_REQUEST = ("compare",)   # never part of "all": it needs a server's URL
+ON_REQUEST = ("compare", "workers")   # never part of "all": compare needs a URL, workers doubles a long run
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -28,6 +29,7 @@ TITLES = {
     "control": "7. control plane: a burst of API calls to one device",
     "voice": "9. offline voices: Chinese read back by Whisper, ASR per utterance length",
     "compare": "another xiaozhi server under the concurrency load",
+    "workers": "the concurrency load against 1 and 2 worker processes",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
 COMPARE_SESSIONS = (1, 10, 50)
@@ -46,6 +48,8 @@ def sizes(args):
                         "seconds": args.seconds or (4.0 if q else 30.0)},
         "compare": {"url": args.url, "sessions": args.sessions or ((10,) if q else COMPARE_SESSIONS),
                     "seconds": args.seconds or (4.0 if q else 30.0), "pid": args.pid, "token": args.token},
+        "workers": {"sessions": args.sessions or ((10,) if q else (100,)),
+                    "seconds": args.seconds or (4.0 if q else 30.0)},
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
         "control": {"requests": 300 if q else 2000},
@@ -83,6 +87,9 @@ def run_section(name, size):
     if name == "compare":
         from .concurrency import run_compare
         return asyncio.run(run_compare(**size))
+    if name == "workers":
+        from .workers import run_workers
+        return asyncio.run(run_workers(**size))
     if name == "edge":
         from .edge import run_edge
         return asyncio.run(run_edge(**size))

@@ -9,6 +9,7 @@ TTS. The load is the concurrency section's (bench/load_clients.py, its own
 process) and so are the devices' figures; beside them, each worker's CPU
 and peak RSS.
 
+    make bench ARGS="workers [--sessions 50,100] [--seconds 30]"
     python -m bench.workers [N ...]      (default 100)
 """
 import asyncio
@@ -59,7 +60,7 @@ async def _peak_sessions(pool, held):
         await asyncio.sleep(0.5)
 
 
-async def _one(k, sessions, llm_url):
+async def _one(k, sessions, llm_url, seconds=SECONDS):
     cfg = bench_config(llm_url)
     pool = WorkerPool(cfg, k, with_mcp=False, services_factory="bench.workers:services")
     await pool.start()
@@ -69,7 +70,7 @@ async def _one(k, sessions, llm_url):
         held = [0] * k
         sampling = asyncio.create_task(_peak_sessions(pool, held))
         try:
-            r = await drive("ws://127.0.0.1:%d%s" % (pool.port, cfg["server"]["ws_path"]), sessions, SECONDS)
+            r = await drive("ws://127.0.0.1:%d%s" % (pool.port, cfg["server"]["ws_path"]), sessions, seconds)
         finally:
             sampling.cancel()
         wall = time.monotonic() - t0
@@ -92,12 +93,12 @@ async def _one(k, sessions, llm_url):
         Figure("  CPU, whole machine", 100.0 * r["machine"], "%", note="other work on the machine included")]
 
 
-async def run_workers(sessions=(100,)):
+async def run_workers(sessions=(100,), seconds=SECONDS):
     figures = []
     with LlmProcess(ANSWER) as llm:
         for n in sessions:
             for k in (1, 2):
-                figures += await _one(k, n, llm.base_url)
+                figures += await _one(k, n, llm.base_url, seconds)
     return figures
 
 
