@@ -159,7 +159,10 @@ def port_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, py
     print("  component manager resolved %s; stand-ins for the port's own %s"
           % (config.resolved(port, idfproject.TARGET), ", ".join(stood_in)))
     config.print_sdkconfig(out / "config" / "sdkconfig.h")
-    cmds = mpport.main_component_commands(out, files)
+    cmds, extra = mpport.main_component_commands(out, files, xz)
+    if extra:
+        fail(1, "the port also compiles %s into the board firmware" % ", ".join(extra))
+        return None
     no_io = [f.name for f in files if f in cmds and "XZ_HAVE_IO=1" not in cmds[f][1]]
     if no_io:
         fail(1, "the port compiles %s without XZ_HAVE_IO=1" % ", ".join(no_io))

@@ -107,15 +107,21 @@ def configure(port, build, idf, toolchain, python, pythonpath, board, usermods, 
         return subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
 
 
-def main_component_commands(build, files):
+def main_component_commands(build, files, module_dir):
     """Our files' commands in the port's main component (the firmware's
-    objects), not the duplicates CMake lists for the executable target."""
+    objects), not the duplicates CMake lists for the executable target;
+    and the other files of MODULE_DIR it compiles (the host engine there
+    would define the engine twice)."""
     import json
     entries = json.loads((build / "compile_commands.json").read_text())
     wanted = {str(Path(f).resolve()): f for f in files}
-    out = {}
+    out, extra = {}, set()
     for e in entries:
         path = str(Path(e["directory"], e["file"]).resolve())
-        if path in wanted and re.search(r"-o \S*__idf_main\.dir/", e["command"]):
+        if not re.search(r"-o \S*__idf_main\.dir/", e["command"]):
+            continue
+        if path in wanted:
             out[wanted[path]] = (e["directory"], e["command"])
-    return out
+        elif Path(path).is_relative_to(Path(module_dir).resolve()):
+            extra.add(path)
+    return out, sorted(extra)
