@@ -21,6 +21,7 @@ RSS per session is the server's peak RSS during the run minus its RSS
 before the first device connected (the models already loaded), over N.
 """
 import asyncio
+import functools
 import gc
 import multiprocessing
 import os
@@ -90,8 +91,9 @@ def thread_cpu():
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def load_packets():
-    """The question's Opus frames and one frame of silence."""
+    """The question's Opus frames and one frame of silence (synthesized once)."""
     return opus_frames(say(QUESTION)), opus_frames(silence(60))[0]
 
 
@@ -184,6 +186,7 @@ async def _run_ours(n, seconds, llm_url):
                            asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS)) as srv:
         batcher = getattr(srv.services.vad, "batcher", None)
         calls0, windows0 = (batcher.calls, batcher.windows) if batcher is not None else (0, 0)
+        load_packets()            # Piper speaks the question before the threads' clocks start
         threads0 = thread_cpu()
         r = await drive(srv.url, n, seconds, pid=os.getpid())
         threads1 = thread_cpu()
