@@ -24,10 +24,22 @@ def raises(exc, fn, *args, **kw):
 _n = [0]
 
 
+def _base():
+    # One per run: suites run at once (two heaps, several checkouts) must
+    # not share it. The unix port has no getpid; it has urandom.
+    if not _run:
+        tag = os.getpid() if hasattr(os, "getpid") else int.from_bytes(os.urandom(4), "little")
+        _run.append("/tmp/xz-fw-%d" % tag)
+    return _run[0]
+
+
+_run = []
+
+
 def tmpdir(tag="t"):
     """A fresh empty directory under /tmp for one test."""
     _n[0] += 1
-    base = "/tmp/xz-fw-%d" % os.getpid() if hasattr(os, "getpid") else "/tmp/xz-fw"
+    base = _base()
     for d in (base, "%s/%s%d" % (base, tag, _n[0])):
         try:
             os.mkdir(d)
