@@ -21,6 +21,7 @@ A stream takes 16 kHz windows of `window` samples (512 = 32 ms):
 Config keys: `sample_rate` (16000 or 8000).
 """
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import queue
@@ -84,13 +85,23 @@ class VadBatcher:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._serve, name="xiaozhi-vad", daemon=True)
                     self._thread.start()
+                    atexit.register(self._stop)
         return fut
 
+    def _stop(self):
+        """At exit: let the thread finish its batch and leave, so the interpreter
+        is never torn down while the thread is inside onnxruntime (that aborts)."""
+        self._queue.put(None)
+        self._thread.join(5.0)
+
     def _take(self):
-        """Every request waiting, each prepared: [(stream, windows, extra, future)]."""
+        """Every request waiting, each prepared: [(stream, windows, extra, future)];
+        None when the process is exiting."""
         batch = []
         item = self._queue.get()
         while True:
+            if item is None:
+                return None
             stream, prepare, fut = item
             # A request whose caller has gone (a session closed) is dropped; the
             # rest can no longer be cancelled, so their results always land.
@@ -108,6 +119,8 @@ class VadBatcher:
     def _serve(self):
         while True:
             batch = self._take()
+            if batch is None:
+                return
             try:
                 results = self._judge([(s, w) for s, w, _e, _f in batch])
             except Exception as e:  # a failed call fails its requests, never the thread
