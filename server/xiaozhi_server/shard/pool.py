@@ -132,10 +132,13 @@ class WorkerPool:
         self._socks = listen_sockets(self.config["server"]["host"], self.port,
                                      accept_burst(int(limits["ws_max_pending"])))
         self.port = self._socks[0].getsockname()[1]
+        spawning = [asyncio.ensure_future(self._spawn(wid)) for wid in range(1, self.count + 1)]
         try:
-            started = await asyncio.gather(*[self._spawn(wid) for wid in range(1, self.count + 1)])
-            self._workers = {w.id: w for w in started}
+            self._workers = {w.id: w for w in await asyncio.gather(*spawning)}
         except BaseException:
+            for t in spawning:
+                t.cancel()
+            await asyncio.gather(*spawning, return_exceptions=True)
             await self.stop()
             raise
         self._keepers = [asyncio.create_task(self._keep(w)) for w in self._workers.values()]
@@ -183,7 +186,9 @@ class WorkerPool:
             writer.close()
             code = await proc.wait()
             self._procs.discard(proc)
-            raise WorkerFailed("worker %d could not start (exit code %s; its log says why)" % (wid, code))
+            if ready.get("error"):
+                raise WorkerFailed("worker %d: %s" % (wid, ready["error"]))
+            raise WorkerFailed("worker %d exited with code %s before it was ready (its log says why)" % (wid, code))
         self.llm = self.llm or ready.get("llm")
         log.info("worker %d ready (pid %d)", wid, proc.pid)
         return w

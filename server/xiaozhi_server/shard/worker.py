@@ -24,7 +24,13 @@ import signal
 import socket
 import sys
 
+from ..config import ConfigError
+from ..providers.registry import ProviderError
+from ..runtime.registry import RegistryError
+
 PR_SET_PDEATHSIG = 1
+# Errors that name a setting: said in one line, without a traceback.
+SETTING_ERRORS = (ConfigError, ProviderError, RegistryError, ValueError)
 REPORT_EVERY_S = 0.2
 
 log = logging.getLogger("xiaozhi_server.shard.worker")   # not __main__ under -m
@@ -78,19 +84,9 @@ def _llm_line(services):
     return "configured (%s)" % getattr(services.llm, "model", "openai")
 
 
-async def serve(channel_fd, listen_fds):
-    loop = asyncio.get_running_loop()
-    reader, writer = await asyncio.open_unix_connection(sock=socket.socket(fileno=channel_fd), limit=1 << 20)
-    line = await reader.readline()
-    if not line:
-        return 1
-    settings = json.loads(line)
-    wid = settings["worker"]
-    logging.basicConfig(level=settings["log_level"],
-                        format="%%(asctime)s %%(levelname).1s w%d %%(name)s: %%(message)s" % wid)
-    config = settings["config"]
-    share_of_caps(config["limits"], settings["workers"])
-
+async def _build(settings, config, listen_fds):
+    """Providers with their models loaded, server MCP processes, and the
+    WebSocket endpoint serving the inherited sockets."""
     from ..server import start_server_tools, throttle_logs
     from ..transport.guard import fit_to_fd_limit
     from ..transport.ws_server import WsServer
@@ -104,8 +100,33 @@ async def serve(channel_fd, listen_fds):
         from ..control import wiring
         from ..control.credentials import Credentials
         ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
-    socks = [socket.socket(fileno=fd) for fd in listen_fds]
-    await ws.start(sockets=socks)
+    await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
+    return services, mcp, ws
+
+
+async def serve(channel_fd, listen_fds):
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.open_unix_connection(sock=socket.socket(fileno=channel_fd), limit=1 << 20)
+    line = await reader.readline()
+    if not line:
+        return 1
+    settings = json.loads(line)
+    wid = settings["worker"]
+    logging.basicConfig(level=settings["log_level"],
+                        format="%%(asctime)s %%(levelname).1s w%d %%(name)s: %%(message)s" % wid)
+    config = settings["config"]
+    share_of_caps(config["limits"], settings["workers"])
+
+    try:
+        services, mcp, ws = await _build(settings, config, listen_fds)
+    except Exception as e:
+        # The primary builds no providers: a bad provider setting shows up
+        # here first, and the primary says why it could not start.
+        if not isinstance(e, SETTING_ERRORS):
+            log.exception("worker %d could not start", wid)
+        writer.write(json.dumps({"error": str(e) or type(e).__name__}).encode() + b"\n")
+        await writer.drain()
+        return 2
 
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

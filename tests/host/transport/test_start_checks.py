@@ -64,3 +64,13 @@ def test_connection_caps_shrink_to_fit_a_low_file_descriptor_limit():
     total, pending_fits = done.stdout.split()
     assert int(total) <= 700 and pending_fits == "True", done.stderr
     assert "connection caps lowered" in done.stderr
+
+
+def test_a_provider_setting_only_workers_build_still_stops_the_start_with_its_reason(tmp_path):
+    # The primary of a multi-worker server builds no providers: the workers
+    # find the bad one, and the primary says which setting it was.
+    done = run_server(tmp_path, "server:\n  ws_port: 0\n  http_port: 0\nmqtt:\n  url: mqtt://127.0.0.1:1\n"
+                                "asr:\n  type: nonexistent\n", "--workers", "2")
+    assert done.returncode != 0
+    assert "could not start: worker" in done.stderr and "unknown asr provider type 'nonexistent'" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
