@@ -34,6 +34,11 @@ MP_PORT_ARGS = -C $(MP_TOP)/ports/unix -j$(MP_JOBS) VARIANT=standard MICROPY_PY_
 MP_PKG32  := PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig:/usr/share/pkgconfig
 
 MP_BINS   := $(MP_OUT)/unix64/micropython $(MP_OUT)/unix32/micropython
+# $(call mp_make,what,log,command): one line while it builds, the compiler's
+# hundreds of lines in the log; the log's tail when it fails.
+mp_make = @echo "micropython: building $(1) (log: $(MP_OUT)/$(2).log)"; mkdir -p $(MP_OUT); \
+	$(3) > $(MP_OUT)/$(2).log 2>&1 || { tail -30 $(MP_OUT)/$(2).log; \
+	echo "make micropython: $(1) failed; the whole log: $(MP_OUT)/$(2).log" >&2; false; }
 # Inputs after whose change the port builds from scratch: another source,
 # or another list of module files (the port's incremental qstr scan only
 # looks at files newer than its last scan, so an added old file would be missed).
@@ -49,6 +54,10 @@ ifeq ($(MICROPY_SRC),)
 	@echo "micropython: MICROPY_SRC is not set and no earlier build recorded one, so the"
 	@echo "  tests run on the pip 'micropython' (64-bit, no xzaudio; tests that need them skip)."
 	@echo "  Build them once with: make micropython MICROPY_SRC=<micropython-1.28.0 tarball or checkout>"
+else ifeq ($(wildcard $(MICROPY_SRC)),)
+	@echo "micropython: the source $(MICROPY_SRC) is gone, so the builds are not refreshed; the tests"
+	@echo "  use $(if $(wildcard $(MP_OUT)/unix32/micropython),the last 32-bit build,the pip 'micropython')."
+	@echo "  Give another with: make micropython MICROPY_SRC=<micropython-1.28.0 tarball or checkout>"
 else
 	@$(MAKE) --no-print-directory micropython
 endif
@@ -83,18 +92,18 @@ $(MP_OUT)/src/.unpacked: $(MP_OUT)/SOURCE $(MICROPY_SRC)
 	@touch $@
 
 $(MP_XCROSS): $(MP_OUT)/SOURCE $(MP_STAMP)
-	$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/mpy-cross)
-	$(MAKE) -C $(MP_TOP)/mpy-cross -j$(MP_JOBS) BUILD=$(MP_ABS)/mpy-cross
+	@$(if $(filter $(MP_OUT)/SOURCE,$?),rm -rf $(MP_ABS)/mpy-cross)
+	$(call mp_make,mpy-cross,mpy-cross,$(MAKE) -C $(MP_TOP)/mpy-cross -j$(MP_JOBS) BUILD=$(MP_ABS)/mpy-cross)
 
 $(MP_OUT)/unix64/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS)
-	$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix64/obj)
-	$(MAKE) $(MP_PORT_ARGS) BUILD=$(MP_ABS)/unix64/obj
-	cp $(MP_ABS)/unix64/obj/micropython $@
+	@$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix64/obj)
+	$(call mp_make,the 64-bit unix port,unix64,$(MAKE) $(MP_PORT_ARGS) BUILD=$(MP_ABS)/unix64/obj)
+	@cp $(MP_ABS)/unix64/obj/micropython $@
 
 $(MP_OUT)/unix32/micropython: $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS)
-	$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix32/obj)
-	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32/obj
-	cp $(MP_ABS)/unix32/obj/micropython $@
+	@$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix32/obj)
+	$(call mp_make,the 32-bit unix port,unix32,$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32/obj)
+	@cp $(MP_ABS)/unix32/obj/micropython $@
 
 # The firmware frozen into the 32-bit port, as firmware/manifest.py freezes
 # it into the board image (docs/firmware.md, "Heap"): run it with
@@ -107,11 +116,11 @@ micropython-frozen: $(MP_FROZEN)
 
 $(MP_FROZEN): $(MP_OUT)/SOURCE $(MP_STAMP) $(MP_XCROSS) $(MP_INPUTS) $(MP_FW_PY)
 	@mkdir -p $(MP_OUT)/frozen
-	$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix32-frozen/obj)
+	@$(if $(filter $(MP_FRESH),$?),rm -rf $(MP_ABS)/unix32-frozen/obj)
 	@echo "VERSION = 'host-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)'" > $(MP_OUT)/frozen/fwversion.py
-	$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32-frozen/obj \
-	  FROZEN_MANIFEST=$(abspath firmware/manifest_unix.py)
-	cp $(MP_ABS)/unix32-frozen/obj/micropython $@
+	$(call mp_make,the 32-bit unix port with the firmware frozen,unix32-frozen,$(MP_PKG32) $(MAKE) $(MP_PORT_ARGS) \
+	  MICROPY_FORCE_32BIT=1 BUILD=$(MP_ABS)/unix32-frozen/obj FROZEN_MANIFEST=$(abspath firmware/manifest_unix.py))
+	@cp $(MP_ABS)/unix32-frozen/obj/micropython $@
 
 micropython-clean:
 	rm -rf $(MP_OUT)
