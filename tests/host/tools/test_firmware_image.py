@@ -18,14 +18,27 @@ FIRMWARE = ROOT / "firmware"
 BOARD = FIRMWARE / "boards" / "XIAOZHI_SENING_S3"
 
 
+class ManifestOptions:
+    """The manifest's `options`: keyword arguments of the `include` that ran
+    it, and `defaults(**kw)` filling in what the includer did not pass."""
+
+    def __init__(self, given):
+        self.__dict__.update(given)
+
+    def defaults(self, **kw):
+        for key, value in kw.items():
+            self.__dict__.setdefault(key, value)
+
+
 class ManifestRecorder:
     """Board paths the manifest freezes, resolved the way the docs define."""
 
-    def __init__(self):
+    def __init__(self, options=None):
         self.frozen = {}
         self.includes = []
+        self.options = ManifestOptions(options or {})
 
-    def include(self, path):
+    def include(self, path, **kw):
         self.includes.append(path)
 
     def module(self, name, base_path="."):
@@ -49,7 +62,8 @@ class ManifestRecorder:
         os.environ.update(env or {})
         try:
             code = compile((FIRMWARE / "manifest.py").read_text(), "manifest.py", "exec")
-            exec(code, {"include": self.include, "module": self.module, "package": self.package})
+            exec(code, {"include": self.include, "module": self.module, "package": self.package,
+                        "options": self.options})
         finally:
             os.chdir(old_cwd)
             os.environ.clear()
@@ -90,6 +104,17 @@ def test_manifest_includes_the_port_manifest(version_module):
     rec = ManifestRecorder()
     rec.run()
     assert rec.includes == ["$(PORT_DIR)/boards/manifest.py"]
+
+
+def test_unix_port_options_freeze_the_host_hal_and_its_own_manifest(version_module, tmp_path):
+    (tmp_path / "fwversion.py").write_text('VERSION = "unix"\n')
+    rec = ManifestRecorder({"hal": "host", "port_manifest": "$(PORT_DIR)/variants/standard/manifest.py",
+                            "version_dir": str(tmp_path)})
+    frozen = rec.run()
+    assert rec.includes == ["$(PORT_DIR)/variants/standard/manifest.py"]
+    assert any(k.startswith("hal/host/") for k in frozen)
+    assert not any(k.startswith("hal/esp32/") for k in frozen)
+    assert frozen["fwversion.py"] == str(tmp_path / "fwversion.py")
 
 
 def test_development_image_leaves_main_out(version_module):
