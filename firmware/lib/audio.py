@@ -123,6 +123,7 @@ if hasattr(_c, "AudioIn"):
     # Builds with the audio engine (XZ_HAVE_IO) only. Each object is a non-blocking stream the asyncio core can
     # poll, so awaiting audio never blocks the MicroPython task.
     import asyncio
+    from asyncio import core as _core
 
     class AudioIn:
         """Microphone as Opus packets (16 kHz, 60 ms): one packet per read."""
@@ -174,17 +175,76 @@ if hasattr(_c, "AudioIn"):
     MP3_STOPPED = _c.MP3_STOPPED
     MP3_ERROR = _c.MP3_ERROR
 
+    MP3_CHUNK = _c.MP3_CHUNK
+
     class Mp3Player:
         """SD-card MP3 playback decoded in C. Events: MP3_END (a pass ended
-        naturally), MP3_STOPPED, MP3_ERROR."""
+        naturally), MP3_STOPPED, MP3_ERROR.
+
+        The file is opened and read here, through MicroPython's VFS (the
+        board mounts the card with os.mount, which the C side cannot see),
+        and fed to the decoder by one task in MP3_CHUNK pieces from one
+        buffer; a full decoder ring parks the task on the poller."""
 
         def __init__(self):
             self._p = _c.Mp3Player()
             self._r = asyncio.StreamReader(self._p)
             self._ev = bytearray(1)
+            self._buf = bytearray(MP3_CHUNK)
+            self._file = None
+            self._more = asyncio.Event()
+            self._feeder = None
 
         def play(self, path):
-            self._p.play(path)
+            """Plays the file at path from its start; a file that cannot be
+            opened or read, or holds no MP3, ends with MP3_ERROR."""
+            self._close()
+            self._p.begin()
+            try:
+                self._file = open(path, "rb")
+            except OSError:
+                self._p.end(True)
+                return
+            # One task for the player's life, never cancelled: asyncio lets
+            # one task wait to write on a stream, and cancelling it would
+            # also drop the wait of next_event() on the same stream.
+            if self._feeder is None or self._feeder.done():
+                self._feeder = asyncio.create_task(self._feed())
+            self._more.set()
+
+        def _close(self):
+            f, self._file = self._file, None
+            if f is not None:
+                f.close()
+
+        # A coroutine is a generator in MicroPython: its bare `yield` of the
+        # poller's write queue is how asyncio's own streams wait for room.
+        async def _feed(self):
+            buf = self._buf
+            while True:
+                f = self._file
+                if f is None:
+                    self._more.clear()
+                    await self._more.wait()
+                    continue
+                try:
+                    n = f.readinto(buf)
+                except OSError:             # the card went away: MP3_ERROR
+                    self._close()
+                    self._p.end(True)
+                    continue
+                if not n:
+                    self._close()
+                    self._p.end(False)
+                    continue
+                k = self._p.feed(buf, n)
+                while k is None:
+                    yield _core._io_queue.queue_write(self._p)
+                    if self._file is not f:
+                        break               # stopped or replaced while waiting
+                    k = self._p.feed(buf, n)
+                if k == 0 and self._file is f:
+                    self._close()           # stopped, or the decoder gave up
 
         def pause(self):
             self._p.pause()
@@ -193,6 +253,7 @@ if hasattr(_c, "AudioIn"):
             self._p.resume()
 
         def stop(self):
+            self._close()
             self._p.stop()
 
         def state(self):

@@ -50,6 +50,11 @@ def _run_one(fn):
     # A coroutine (CPython) or generator (MicroPython) means an async test.
     if res is not None and (hasattr(res, "send") or hasattr(res, "__await__")):
         asyncio.run(res)
+        # MicroPython's asyncio.run keeps the loop, and with it every task
+        # the test left waiting (a player's event reader); CPython's closes
+        # it. A fresh loop each time keeps them out of the next test.
+        if hasattr(asyncio, "new_event_loop"):
+            asyncio.new_event_loop()
 
 
 def main(argv):

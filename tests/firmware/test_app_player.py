@@ -159,3 +159,31 @@ def test_app_player_refuses_bad_repeat_values():
     t.raises(PlayerError, p.play, "a.mp3", 1, "yes")
     t.eq(p.state, "idle")
     t.eq(mp3.calls, [])
+
+
+async def test_app_player_repeats_a_lesson_from_the_card_on_the_audio_engine():
+    # Where the build has the audio engine (the board; make micropython's
+    # unix port): the board's backend, decoding in C the bytes MicroPython
+    # reads from a card mounted where only its VFS sees it, as on the board.
+    import asyncio
+    import audio
+    from app.player.mp3_backend import BoardMp3
+    if not hasattr(audio, "Mp3Player"):
+        return
+    d = t.tmpdir("card")
+    with open("tests/firmware/data/cbr_1500ms_notag.mp3", "rb") as src, open(d + "/lesson.mp3", "wb") as f:
+        f.write(src.read())
+    standby, events, done = [], [], asyncio.Event()
+
+    def seen(ev, info):
+        events.append((ev, info["pass"], info["repeat_left"]))
+        if ev == "done":
+            done.set()
+
+    p = RepeatPlayer(CardFS(t.mount_card(d)), BoardMp3(), FakeClock(), standby.append)
+    p.listen(seen)
+    t.eq(p.play("lesson.mp3", 2, True), {"accepted": True, "status": "playing"})
+    await done.wait()
+    t.eq(events, [("playing", 0, 2), ("pass_end", 1, 1), ("playing", 1, 1), ("pass_end", 2, 0), ("done", 2, 0)])
+    t.eq(standby, [proto.STANDBY_REPEAT_DONE])
+    t.eq(p.status()["state"], "idle")

@@ -140,17 +140,60 @@ async def test_mic_packets_carry_the_tone_at_16_khz():
            "24 -> 16 kHz keeps the pitch: %d cycles in %.2f s" % (state[0], secs))
 
 
+def _card(tag, copies=1, name="lesson.mp3"):
+    """The test MP3, `copies` times end to end (an untagged CBR file's
+    frames concatenate into one longer file), on a card folder mounted where
+    only MicroPython sees it, as on the board. Returns its path there."""
+    d = t.tmpdir(tag)
+    with open(MP3, "rb") as src:
+        data = src.read()
+    with open(d + "/" + name, "wb") as f:
+        for _ in range(copies):
+            f.write(data)
+    return t.mount_card(d) + "/" + name
+
+
+def _played_ms(path):
+    return _size(path) * 1000 // (2 * RATE)
+
+
 async def test_mp3_plays_to_its_end_then_reports_it():
     if not _engine():
         return
     path = _speaker("mp3")
     audio.AudioOut(RATE)
     p = audio.Mp3Player()
-    p.play(MP3)
+    lesson = _card("mp3card")
+    p.play(lesson)
     t.eq(await p.next_event(), audio.MP3_END, "natural end")
     t.eq(p.state(), audio._c.IDLE, "idle after the end")
-    ms = _size(path) * 1000 // (2 * RATE)
-    t.true(abs(ms - audio.mp3_duration_ms(MP3)) <= 60, "played %d ms of a 1500 ms file" % ms)
+    ms = _played_ms(path)
+    t.true(abs(ms - audio.mp3_duration_ms(lesson)) <= 60, "played %d ms of a 1500 ms file" % ms)
+    p.play(lesson)
+    t.eq(await p.next_event(), audio.MP3_END, "a second pass of the same file")
+    ms = _played_ms(path)
+    t.true(abs(ms - 2 * audio.mp3_duration_ms(lesson)) <= 120, "played %d ms in two passes" % ms)
+
+
+async def test_mp3_longer_than_the_feed_ring_plays_every_frame_across_a_pause():
+    # 30 copies: 95 KB against the engine's 16 KB input ring, fed 2 KB at a
+    # time, so the feeding task waits for room again and again (and all
+    # through the pause) while the loop runs on.
+    if not _engine():
+        return
+    path = _speaker("mp3long")
+    audio.AudioOut(RATE)
+    p = audio.Mp3Player()
+    lesson = _card("mp3long", copies=30)
+    p.play(lesson)
+    p.pause()
+    for _ in range(50):
+        await asyncio.sleep_ms(0)
+    t.eq(p.state(), audio._c.PAUSED, "still paused")
+    p.resume()
+    t.eq(await p.next_event(), audio.MP3_END, "natural end")
+    ms, want = _played_ms(path), audio.mp3_duration_ms(lesson)
+    t.true(abs(ms - want) <= 60, "played %d ms of a %d ms file" % (ms, want))
 
 
 async def test_mp3_stop_pause_and_a_broken_file():
@@ -159,14 +202,18 @@ async def test_mp3_stop_pause_and_a_broken_file():
     _speaker("mp3b")
     audio.AudioOut(RATE)
     p = audio.Mp3Player()
-    p.play(MP3)
+    p.play(_card("mp3b"))
     p.pause()
     t.eq(p.state(), audio._c.PAUSED, "paused")
     p.resume()
     p.stop()
     t.eq(await p.next_event(), audio.MP3_STOPPED, "a stop is not an end")
-    bad = t.tmpdir("bad") + "/bad.mp3"
-    with open(bad, "wb") as f:
+    d = t.tmpdir("bad")
+    with open(d + "/bad.mp3", "wb") as f:
         f.write(b"not an mp3 at all" * 10)
-    p.play(bad)
-    t.eq(await p.next_event(), audio.MP3_ERROR, "an unreadable file")
+    card = t.mount_card(d)
+    p.play(card + "/bad.mp3")
+    t.eq(await p.next_event(), audio.MP3_ERROR, "a file that is no MP3")
+    p.play(card + "/gone.mp3")
+    t.eq(await p.next_event(), audio.MP3_ERROR, "a file that is not there")
+    t.eq(p.state(), audio._c.IDLE, "idle after the errors")

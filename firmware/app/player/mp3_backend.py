@@ -4,8 +4,9 @@
 #   b.on_end = fn         # called once per natural end of the file
 #   b.play(path); b.pause(); b.resume(); b.stop()
 #
-# Board: the xzaudio C module decodes on its own task (audio.Mp3Player);
-# its MP3_END event is the natural end. Host: nothing is decoded; the file
+# Board: the xzaudio C module decodes on its own task (audio.Mp3Player,
+# which reads the file through MicroPython's VFS, where the SD card is
+# mounted, and feeds it); its MP3_END event is the natural end. Host: nothing is decoded; the file
 # "plays" for its real duration (from its frame headers, lib/mp3info) on
 # the HAL clock, so a fast simulated clock makes tests quick while pauses
 # and resumes keep the exact position. stop() never calls on_end.

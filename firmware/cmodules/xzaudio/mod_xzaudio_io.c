@@ -217,14 +217,39 @@ static mp_obj_t mp3_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_
     return MP_OBJ_FROM_PTR(self);
 }
 
-static mp_obj_t mp3_play(mp_obj_t self_in, mp_obj_t path_in) {
+/* The file is read by MicroPython (its VFS holds the SD card) and fed:
+ * begin() starts a stream (stopping the current one), feed(buf, n) hands
+ * over buf[:n], end(failed) marks its end. */
+static mp_obj_t mp3_begin(mp_obj_t self_in) {
     (void)self_in;
-    if (xz_mp3_play(mp_obj_str_get_str(path_in)) != 0) {
-        mp_raise_ValueError(MP_ERROR_TEXT("cannot play: path too long or engine stopped"));
-    }
+    if (xz_mp3_begin() != 0) mp_raise_msg(&mp_type_OSError, MP_ERROR_TEXT("audio engine stopped"));
     return mp_const_none;
 }
-static MP_DEFINE_CONST_FUN_OBJ_2(mp3_play_obj, mp3_play);
+static MP_DEFINE_CONST_FUN_OBJ_1(mp3_begin_obj, mp3_begin);
+
+/* n when taken whole; None when it does not fit yet (poll for writable);
+ * 0 when the stream takes no more (stopped, failed, ended). */
+static mp_obj_t mp3_feed(mp_obj_t self_in, mp_obj_t buf_in, mp_obj_t n_in) {
+    mp_buffer_info_t b;
+    mp_int_t n = mp_obj_get_int(n_in);
+    int rc;
+    (void)self_in;
+    mp_get_buffer_raise(buf_in, &b, MP_BUFFER_READ);
+    if (n < 1 || (size_t)n > b.len || n > XZ_MP3_CHUNK) {
+        mp_raise_ValueError(MP_ERROR_TEXT("feed takes 1..MP3_CHUNK bytes of the buffer"));
+    }
+    rc = xz_mp3_feed(b.buf, (uint32_t)n);
+    if (rc == 0) return mp_const_none;
+    return MP_OBJ_NEW_SMALL_INT(rc < 0 ? 0 : rc);
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(mp3_feed_obj, mp3_feed);
+
+static mp_obj_t mp3_end(mp_obj_t self_in, mp_obj_t failed_in) {
+    (void)self_in;
+    xz_mp3_end(mp_obj_is_true(failed_in));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(mp3_end_obj, mp3_end);
 
 static mp_obj_t mp3_pause(mp_obj_t self_in) {
     (void)self_in;
@@ -269,7 +294,12 @@ static MP_DEFINE_CONST_FUN_OBJ_2(mp3_readinto_obj, mp3_readinto);
 static mp_uint_t mp3_ioctl(mp_obj_t self_in, mp_uint_t req, uintptr_t arg, int *errcode) {
     (void)self_in;
     if (req == MP_STREAM_POLL) {
-        return (arg & MP_STREAM_POLL_RD) && xz_mp3_event_pending() ? MP_STREAM_POLL_RD : 0;
+        /* Readable: an event is waiting. Writable: feed() would not say
+         * None, so a feeding task waits here instead of sleeping. */
+        mp_uint_t ready = 0;
+        if ((arg & MP_STREAM_POLL_RD) && xz_mp3_event_pending()) ready |= MP_STREAM_POLL_RD;
+        if ((arg & MP_STREAM_POLL_WR) && xz_mp3_feed_ready()) ready |= MP_STREAM_POLL_WR;
+        return ready;
     }
     if (req == MP_STREAM_CLOSE) {
         return 0;
@@ -281,7 +311,9 @@ static mp_uint_t mp3_ioctl(mp_obj_t self_in, mp_uint_t req, uintptr_t arg, int *
 static const mp_stream_p_t mp3_stream = {.ioctl = mp3_ioctl};
 
 static const mp_rom_map_elem_t mp3_locals_table[] = {
-    {MP_ROM_QSTR(MP_QSTR_play), MP_ROM_PTR(&mp3_play_obj)},
+    {MP_ROM_QSTR(MP_QSTR_begin), MP_ROM_PTR(&mp3_begin_obj)},
+    {MP_ROM_QSTR(MP_QSTR_feed), MP_ROM_PTR(&mp3_feed_obj)},
+    {MP_ROM_QSTR(MP_QSTR_end), MP_ROM_PTR(&mp3_end_obj)},
     {MP_ROM_QSTR(MP_QSTR_pause), MP_ROM_PTR(&mp3_pause_obj)},
     {MP_ROM_QSTR(MP_QSTR_resume), MP_ROM_PTR(&mp3_resume_obj)},
     {MP_ROM_QSTR(MP_QSTR_stop), MP_ROM_PTR(&mp3_stop_obj)},

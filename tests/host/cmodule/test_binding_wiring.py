@@ -43,7 +43,7 @@ def test_firmware_calls_only_what_the_binding_defines():
     used -= {"encode", "decode"} - qstrs
     missing = sorted(u for u in used if u not in qstrs)
     assert not missing, missing
-    assert {"AudioIn", "AudioOut", "Mp3Player", "write", "play", "pause", "resume", "stop"} <= used
+    assert {"AudioIn", "AudioOut", "Mp3Player", "write", "begin", "feed", "end", "pause", "resume", "stop"} <= used
     # asyncio's StreamReader/Writer call these on the objects themselves.
     assert {"readinto", "write"} <= qstrs
 

@@ -41,14 +41,30 @@ int xz_spk_writable(uint32_t len);
 void xz_spk_flush(void);
 void xz_spk_volume(int percent);
 
-/* MP3 from the SD card (VFS path). Events as in the binding. */
+/* MP3 fed by the MicroPython task. It opens and reads the file itself:
+ * the board mounts the SD card with MicroPython's os.mount, a VFS that
+ * ESP-IDF's fopen cannot see, so the engine never opens files. The MP3
+ * task decodes the fed bytes from a ring, which gives back-pressure: a
+ * feed takes a chunk only when the whole of it fits. Events as in the
+ * binding. */
 #define XZ_MP3_EV_END 1
 #define XZ_MP3_EV_STOPPED 2
 #define XZ_MP3_EV_ERROR 3
 #define XZ_MP3_IDLE 0
 #define XZ_MP3_PLAYING 1
 #define XZ_MP3_PAUSED 2
-int xz_mp3_play(const char *path);
+#define XZ_MP3_CHUNK 2048 /* the most one feed takes */
+/* A new stream (stops the one playing, waiting for its task): 0 or -1. */
+int xz_mp3_begin(void);
+/* n when taken; 0 when it does not fit yet; -1 when the stream takes no
+ * more bytes (stopped, ended, failed, or never begun). n <= XZ_MP3_CHUNK. */
+int xz_mp3_feed(const uint8_t *src, uint32_t n);
+/* Worth polling for: feeds of XZ_MP3_CHUNK bytes would not answer 0 (half
+ * the ring is free, or the stream takes no more). */
+int xz_mp3_feed_ready(void);
+/* No more bytes: the file ended (failed = 0), or reading it failed
+ * (failed = 1, reported as XZ_MP3_EV_ERROR). */
+void xz_mp3_end(int failed);
 void xz_mp3_pause(int paused);
 void xz_mp3_stop(void);
 int xz_mp3_state(void);

@@ -1,5 +1,6 @@
-/* MP3 playback task (ESP-IDF only): reads the file from the SD card in
- * small chunks, decodes with Espressif's esp_audio_codec (declared in
+/* MP3 playback task (ESP-IDF only): takes the bytes MicroPython feeds
+ * (xz_mp3_feed: it reads the file through its own VFS) from a ring in
+ * small chunks, decodes them with Espressif's esp_audio_codec (declared in
  * idf_component.yml, not vendored), downmixes to mono and hands PCM to the
  * codec task through a ring. */
 #ifndef XZ_MP3TASK_H

@@ -10,8 +10,10 @@
  *   speaker  XZAUDIO_SPK: what is played (speech, else MP3), appended as
  *            s16le mono at the engine rate, opened again each time an
  *            AudioOut is made; unset: discarded. Silence is not written.
- *   MP3      `sox` decodes the file to mono PCM at the engine rate (the
- *            board re-clocks I2S to the file's rate instead).
+ *   MP3      the bytes MicroPython feeds (as on the board: it reads the
+ *            file) go through a ring to `sox`'s stdin; sox decodes them
+ *            to mono PCM at the engine rate (the board re-clocks I2S to
+ *            the file's rate instead).
  *
  * Pacing: the codec thread runs as fast as there is audio to move and
  * sleeps one 10 ms block when there is none, so tests do not wait on the
@@ -20,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -44,8 +47,14 @@ extern char **environ;
 #define MIC_RING (8 * 1024)
 #define SPK_RING (16 * 1024)
 #define PCM_RING (32 * 1024)
+#define IN_RING (16 * 1024) /* fed MP3 bytes, as on the board */
 #define EVENTS 16
-#define PATH_LEN 512
+#define IN_ENDED 1
+#define IN_FAILED 2
+/* The end mark is published after the last fed bytes and read before the
+ * ring, so a thread that sees it also sees them. */
+#define END_STORE(v) __atomic_store_n(&H.in_end, (v), __ATOMIC_RELEASE)
+#define END_LOAD() __atomic_load_n(&H.in_end, __ATOMIC_ACQUIRE)
 
 static struct {
     pthread_t codec, mp3;
@@ -57,8 +66,9 @@ static struct {
     volatile int running, mic_on, spk_on;
     uint32_t rate, spk_rate, volume_q15;
     int mic_fd, spk_fd;
-    xz_ring_t mic, spk, pcm, events;
+    xz_ring_t mic, spk, pcm, events, input;
     uint8_t mic_store[MIC_RING], spk_store[SPK_RING], pcm_store[PCM_RING], ev_store[EVENTS];
+    uint8_t in_store[IN_RING];
     xz_enc_t *enc;
     xz_dec_t *dec;
     xz_rs_t rs_mic, rs_spk;
@@ -71,7 +81,7 @@ static struct {
     uint32_t mic_frames;
     /* MP3: state written by the caller (play/pause/stop) and the MP3 thread. */
     volatile int mp3_state, mp3_stop, mp3_go;
-    char mp3_path[PATH_LEN];
+    int in_end; /* 0, IN_ENDED or IN_FAILED: written by the feeding side only */
 } H = {.mic_fd = -1, .spk_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
        .job_cv = PTHREAD_COND_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER,
        .mp3_cv = PTHREAD_COND_INITIALIZER};
@@ -194,56 +204,136 @@ static void *codec_thread(void *unused) {
     return NULL;
 }
 
-/* ---- MP3 thread: sox writes PCM into a pipe, the ring takes it ---- */
+/* ---- MP3 thread: fed bytes -> sox's stdin, sox's stdout -> the PCM ring ---- */
 
-static int run_sox(const char *path) {
+typedef struct {
+    pid_t pid;
+    int to_sox, from_sox;                 /* non-blocking; -1 once closed */
+    uint8_t in[XZ_MP3_CHUNK], pcm[2048];
+    uint32_t in_len, in_off, pcm_len, pcm_off, pcm_total;
+} sox_t;
+
+static int spawn_sox(sox_t *x) {
     char rate[16];
-    char *argv[] = {"sox", "-q", (char *)path, "-t", "raw", "-e", "signed-integer", "-b", "16",
+    char *argv[] = {"sox", "-q", "-t", "mp3", "-", "-t", "raw", "-e", "signed-integer", "-b", "16",
                     "-c", "1", "-r", rate, "-", NULL};
     posix_spawn_file_actions_t fa;
-    int fds[2], rc = XZ_MP3_EV_END, status = 0;
-    pid_t pid;
-    uint8_t buf[2048];
+    int in[2], out[2], rc;
     snprintf(rate, sizeof(rate), "%u", (unsigned)H.rate);
-    if (pipe2(fds, O_CLOEXEC) != 0) return XZ_MP3_EV_ERROR;
+    if (pipe2(in, O_CLOEXEC) != 0) return -1;
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    /* A file sox cannot read is MP3_ERROR, as on the board: no text. */
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    /* Bytes sox cannot decode are MP3_ERROR, as on the board: no text. */
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    if (posix_spawnp(&pid, "sox", &fa, NULL, argv, environ) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        close(fds[0]);
-        close(fds[1]);
-        return XZ_MP3_EV_ERROR;
-    }
+    rc = posix_spawnp(&x->pid, "sox", &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    for (;;) {
-        ssize_t k = read(fds[0], buf, sizeof(buf)), off = 0;
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        while (off < k && !H.mp3_stop) { /* back-pressure from the ring */
-            if (H.mp3_state == XZ_MP3_PAUSED) {
-                nap_ms(BLOCK_MS);
-                continue;
-            }
-            off += xz_ring_write(&H.pcm, buf + off, (uint32_t)(k - off));
-            if (off < k) nap_ms(1);
-        }
-        if (H.mp3_stop) break;
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) {
+        close(in[1]);
+        close(out[0]);
+        return -1;
     }
-    close(fds[0]);
-    if (H.mp3_stop) kill(pid, SIGTERM);
-    waitpid(pid, &status, 0);
+    x->to_sox = in[1];
+    x->from_sox = out[0];
+    /* The board holds fed bytes in its 16 KB ring only; a 64 KB pipe in
+     * front of sox would keep the feeder's back-pressure from the tests. */
+    fcntl(x->to_sox, F_SETPIPE_SZ, 4096);
+    /* Neither pipe may block the thread: it must keep draining sox's
+     * output while sox waits for input, or both would wait forever. */
+    fcntl(x->to_sox, F_SETFL, O_NONBLOCK);
+    fcntl(x->from_sox, F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+/* Fed bytes to sox; the end mark closes its stdin. -1: the read failed. */
+static int pump_in(sox_t *x) {
+    ssize_t k;
+    if (x->to_sox < 0) return 0;
+    if (x->in_off == x->in_len) {
+        int end = END_LOAD();
+        x->in_len = xz_ring_read(&H.input, x->in, sizeof(x->in));
+        x->in_off = 0;
+        if (end == IN_FAILED) return -1;
+        if (!x->in_len) {
+            if (end) close_fd(&x->to_sox);
+            return 0;
+        }
+    }
+    k = write(x->to_sox, x->in + x->in_off, x->in_len - x->in_off);
+    if (k > 0) x->in_off += (uint32_t)k;
+    else if (k < 0 && errno != EAGAIN && errno != EINTR) close_fd(&x->to_sox); /* sox quit: its status says why */
+    return 0;
+}
+
+/* sox's PCM into the ring while playing (back-pressure from the ring).
+ * Returns 1 while there is more to come. */
+static int pump_out(sox_t *x) {
+    if (H.mp3_state == XZ_MP3_PAUSED) return 1;
+    if (x->pcm_off == x->pcm_len && x->from_sox >= 0) {
+        ssize_t k = read(x->from_sox, x->pcm, sizeof(x->pcm));
+        if (k > 0) {
+            x->pcm_len = (uint32_t)k;
+            x->pcm_off = 0;
+            x->pcm_total += (uint32_t)k;
+        } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+            close_fd(&x->from_sox);
+        }
+    }
+    if (x->pcm_off < x->pcm_len) {
+        x->pcm_off += xz_ring_write(&H.pcm, x->pcm + x->pcm_off, x->pcm_len - x->pcm_off);
+    }
+    return x->from_sox >= 0 || x->pcm_off < x->pcm_len;
+}
+
+static int run_sox(void) {
+    static sox_t x;
+    int rc = XZ_MP3_EV_END, status = 0, failed = 0;
+    memset(&x, 0, sizeof(x));
+    if (spawn_sox(&x) != 0) return XZ_MP3_EV_ERROR;
+    while (!H.mp3_stop) {
+        struct pollfd pf[2];
+        nfds_t n = 0;
+        if (pump_in(&x) != 0) {
+            failed = 1;
+            break;
+        }
+        if (!pump_out(&x)) break;
+        /* Sleep until sox can take or give bytes; 1 ms at most, for the
+         * ring, the fed bytes and pause/stop. */
+        if (x.to_sox >= 0 && x.in_off < x.in_len) pf[n++] = (struct pollfd){x.to_sox, POLLOUT, 0};
+        if (x.from_sox >= 0 && x.pcm_off == x.pcm_len && H.mp3_state != XZ_MP3_PAUSED) pf[n++] = (struct pollfd){x.from_sox, POLLIN, 0};
+        poll(pf, n, 1);
+    }
+    close_fd(&x.to_sox);
+    close_fd(&x.from_sox);
+    if (H.mp3_stop || failed) kill(x.pid, SIGTERM);
+    waitpid(x.pid, &status, 0);
     if (H.mp3_stop) return XZ_MP3_EV_STOPPED;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = XZ_MP3_EV_ERROR;
+    if (failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !x.pcm_total) rc = XZ_MP3_EV_ERROR;
     /* A natural end counts once the last sample has been played. */
     while (rc == XZ_MP3_EV_END && xz_ring_used(&H.pcm) && !H.mp3_stop) nap_ms(1);
     return H.mp3_stop ? XZ_MP3_EV_STOPPED : rc;
 }
 
 static void *mp3_thread(void *unused) {
+    sigset_t pipe_sig;
     (void)unused;
+    /* sox quitting on bad input makes our next write EPIPE, not a signal. */
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
     pthread_mutex_lock(&H.lock);
     while (H.running) {
         uint8_t ev;
@@ -251,7 +341,7 @@ static void *mp3_thread(void *unused) {
         if (!H.running) break;
         H.mp3_go = 0;
         pthread_mutex_unlock(&H.lock);
-        ev = (uint8_t)run_sox(H.mp3_path);
+        ev = (uint8_t)run_sox();
         H.mp3_state = XZ_MP3_IDLE;
         xz_ring_write(&H.events, &ev, 1);
         pthread_mutex_lock(&H.lock);
@@ -273,6 +363,7 @@ int xz_engine_start(const xz_pins_t *pins) {
     xz_ring_init(&H.spk, H.spk_store, SPK_RING);
     xz_ring_init(&H.pcm, H.pcm_store, PCM_RING);
     xz_ring_init(&H.events, H.ev_store, EVENTS);
+    xz_ring_init(&H.input, H.in_store, IN_RING);
     xz_rs_init(&H.rs_mic, 2, 3);
     xz_rs_init(&H.rs_spk, 3, 2);
     H.running = 1;
@@ -390,27 +481,50 @@ void xz_spk_volume(int percent) {
     H.volume_q15 = 32768u * (uint32_t)percent / 100u;
 }
 
-int xz_mp3_play(const char *path) {
-    size_t len = strlen(path);
-    if (len >= PATH_LEN || !H.running) return -1;
+int xz_mp3_begin(void) {
+    if (!H.running) return -1;
     if (H.mp3_state != XZ_MP3_IDLE) {
         H.mp3_stop = 1;
         while (H.mp3_state != XZ_MP3_IDLE) nap_ms(1);
     }
     /* The last file's unplayed PCM is not this file's. The codec thread
-     * reads the ring only while PLAYING, so draining it here is safe. */
+     * reads the ring only while PLAYING, so draining it here is safe; the
+     * MP3 thread is idle, so neither side touches the input ring. */
     while (xz_ring_used(&H.pcm)) {
         uint8_t skip[256];
         xz_ring_read(&H.pcm, skip, sizeof(skip));
     }
+    xz_ring_init(&H.input, H.in_store, IN_RING);
+    END_STORE(0);
     pthread_mutex_lock(&H.lock);
-    memcpy(H.mp3_path, path, len + 1);
     H.mp3_stop = 0;
     H.mp3_state = XZ_MP3_PLAYING;
     H.mp3_go = 1;
     pthread_cond_signal(&H.mp3_cv);
     pthread_mutex_unlock(&H.lock);
     return 0;
+}
+
+static int feed_open(void) {
+    return H.mp3_state != XZ_MP3_IDLE && !H.mp3_stop && !H.in_end;
+}
+
+int xz_mp3_feed(const uint8_t *src, uint32_t n) {
+    if (!feed_open()) return -1;
+    if (n > XZ_MP3_CHUNK || xz_ring_free(&H.input) < n) return 0;
+    xz_ring_write(&H.input, src, n);
+    return (int)n;
+}
+
+/* Ready once half the ring is free, not one chunk: each wait of the
+ * feeding task (asyncio's poller allocates a little per wait) then feeds
+ * four chunks. */
+int xz_mp3_feed_ready(void) {
+    return !feed_open() || xz_ring_free(&H.input) >= IN_RING / 2;
+}
+
+void xz_mp3_end(int failed) {
+    if (feed_open()) END_STORE(failed ? IN_FAILED : IN_ENDED);
 }
 
 void xz_mp3_pause(int paused) {
