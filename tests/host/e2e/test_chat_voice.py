@@ -22,7 +22,7 @@ async def test_spoken_question_with_device_tool_call(fake_llm, start_server):
     async with WireDevice(server.ws.url, tools=tools, page_limit=2) as dev:
         await dev.hello()
         # the server read every page of the device's tools (5 tools, 2 per page)
-        await dev.wait_for(lambda: len(dev.list_cursors) >= 3, timeout=5)
+        await dev.wait_for(lambda: len(dev.list_cursors) >= 3, timeout=30)
         assert dev.list_cursors == [None, "self.mp3.stop", "self.power_off"]
         await dev.listen_start("auto")
         await dev.say_pcm(await audio.english_speech("What is the volume of my speaker?"), pace=0.02)
@@ -50,7 +50,7 @@ async def test_device_error_without_code_reaches_the_llm(fake_llm, start_server)
     server = await start_server(server_config(fake_llm.base_url))
     async with WireDevice(server.ws.url, tools={"self.audio_speaker.set_volume": refuse}) as dev:
         await dev.hello()
-        await dev.wait_for(lambda: dev.list_cursors, timeout=5)
+        await dev.wait_for(lambda: dev.list_cursors, timeout=30)
         await dev.detect("make it louder")
         await dev.wait_json("tts", state="stop", timeout=30)
     tool_msg = [m for m in fake_llm.requests[1].messages if m["role"] == "tool"][0]
