@@ -20,7 +20,8 @@ worker's lifeline: when the primary is gone, however it ended, the worker
 reads end-of-file and stops (and the kernel sends it SIGTERM, worker.py).
 
 A worker that exits while the pool runs is logged and started again after
-a delay that doubles from BACKOFF_MIN_S up to BACKOFF_MAX_S, back to the
+a delay that doubles from BACKOFF_MIN_S up to BACKOFF_MAX_S (the generated
+reconnect schedule, protocol/backoff.py, jitter included), back to the
 minimum once a worker has stayed up STABLE_S. The others go on serving
 meanwhile.
 """
@@ -33,6 +34,7 @@ import socket
 import subprocess
 import sys
 
+from ..protocol.backoff import Backoff
 from ..runtime.registry import Registry
 from ..transport.guard import accept_burst
 
@@ -215,19 +217,19 @@ class WorkerPool:
 
     async def _keep(self, w):
         loop = asyncio.get_running_loop()
-        backoff = BACKOFF_MIN_S
+        backoff = Backoff(int(BACKOFF_MIN_S * 1000), int(BACKOFF_MAX_S * 1000))
         while True:
             code = await self._watch(w)
             w.sessions = 0
             if self._stopping:
                 return
             if loop.time() - w.started >= STABLE_S:
-                backoff = BACKOFF_MIN_S
+                backoff.reset()
+            delay = backoff.next_ms() / 1000
             how = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
-            log.error("worker %d (pid %d) %s; starting it again in %.1f s", w.id, w.proc.pid, how, backoff)
+            log.error("worker %d (pid %d) %s; starting it again in %.1f s", w.id, w.proc.pid, how, delay)
             while True:
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX_S)
+                await asyncio.sleep(delay)
                 if self._stopping:
                     return
                 try:
@@ -235,7 +237,8 @@ class WorkerPool:
                     self.restarts += 1
                     break
                 except WorkerFailed as e:
-                    log.error("%s; trying again in %.1f s", e, backoff)
+                    delay = backoff.next_ms() / 1000
+                    log.error("%s; trying again in %.1f s", e, delay)
 
     async def _end(self, proc):
         if proc.returncode is None:
