@@ -171,7 +171,7 @@ class Entry:
                 continue
             t = heap.load("app.entry.alarms").task_of(entry)
             verdict, why = self.gateway.verdict(proto.SOURCE_SCHEDULE)
-            if verdict == "refuse":
+            if verdict == heap.load("priority").REFUSE:
                 _log.warn("alarm %s skipped: %s", entry["alarm_id"], why)
                 self.dev.bus.emit("alarm", alarm_id=entry["alarm_id"], at=self.now(), what="fired",
                                   skipped=why)
@@ -192,7 +192,7 @@ class Entry:
         if self._gateway is None:
             return True  # nothing but the default chat has run
         verdict, why = self._gateway.user_wake()
-        if verdict != "refuse":
+        if verdict != heap.load("priority").REFUSE:
             return True
         _log.info("wake word %r ignored: %s", word, why)
         self.dev.bus.emit("task", app_id=proto.DEFAULT_APP_ID, task_id=proto.DEFAULT_TASK_ID,

@@ -30,7 +30,6 @@ import log
 import priority
 import proto
 from app.entry.task import default_task, is_default, key, task
-from priority import REFUSE
 
 _log = log.get("gateway")
 
@@ -93,7 +92,7 @@ class Gateway:
 
     async def _start(self, t):
         verdict, why = self.verdict(t["source"])
-        if verdict == REFUSE:
+        if verdict == priority.REFUSE:
             return outcome(proto.ACK_REFUSED, "busy", why)
         self._stopping = True
         try:
@@ -128,7 +127,7 @@ class Gateway:
         translation) ends here and the device is back in chat, as the server
         is on the listen detect that follows."""
         verdict, why = self.verdict(proto.SOURCE_VOICE)
-        if verdict != REFUSE and not is_default(self.current):
+        if verdict != priority.REFUSE and not is_default(self.current):
             self._finish(False)
             self._emit(default_task(proto.SOURCE_VOICE),
                        outcome(proto.ACK_ACCEPTED, "wake", "back to chat: wake word", proto.MODE_CHAT))
