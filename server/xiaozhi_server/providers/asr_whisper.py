@@ -108,9 +108,13 @@ class WhisperAsr:
             self._model_dir = whisper_base_dir()
         return self._model_dir
 
+    def _model(self):
+        """Blocking: the first call may join the model's parts on disk, then loads it."""
+        return load_model(self.model_dir(), self.compute_type, self.threads)
+
     def _transcribe(self, pcm16k, language):
         import numpy as np
-        model = load_model(self.model_dir(), self.compute_type, self.threads)
+        model = self._model()
         audio = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768.0
         if len(audio) <= WINDOW_S * SAMPLE_RATE:
             return decode_window(model, audio, language, self.beam_size)
@@ -131,4 +135,4 @@ class WhisperAsr:
 
     async def warm_up(self):
         """Load the model now rather than on the first utterance."""
-        await run_blocking(load_model, self.model_dir(), self.compute_type, self.threads)
+        await run_blocking(self._model)
