@@ -45,11 +45,5 @@ class FirmwareProcess(PipeConsole):
             [*command(interp), "firmware/main.py", "--state", str(state_dir), "--json", *extra_args],
             env=firmware_env(), name="the firmware (%s)" % interp)
 
-    async def wait_event(self, event, timeout=15, since=0, **fields):
-        return await super().wait_event(event, timeout, since, **fields)
-
-    async def wait_exit(self, timeout=15):
-        return await super().wait_exit(timeout)
-
     async def stop(self):
         await self.close(quit_first=True)
