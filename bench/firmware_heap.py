@@ -9,7 +9,6 @@ repeater task over MQTT until its first pass ends). Prints, per run, the
 firmware's own "heap after boot" line and the sampled peak.
 """
 import asyncio
-import json
 import pathlib
 import re
 import sys
@@ -20,6 +19,7 @@ import aiohttp
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools")]
 
+from testkit.consoles import PipeConsole  # noqa: E402
 from testkit.control_api import Api, control_config  # noqa: E402
 from testkit.fake_llm import FakeLLM  # noqa: E402
 from testkit.firmware_process import prepare_state  # noqa: E402
@@ -34,46 +34,17 @@ PEAK = re.compile(r"heap-probe: peak (\d+) used, (\d+) free")
 WAIT_S = 60
 
 
-class Board:
-    def __init__(self, proc):
-        self.proc = proc
-        self.lines = []
-        self.after_boot = None
-        self.peak = 0
-        self.changed = asyncio.Event()
-
-    async def read(self):
-        while True:
-            raw = await self.proc.stdout.readline()
-            if not raw:
-                self.changed.set()
-                return
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.lines.append(line)
-            m = AFTER_BOOT.search(line)
-            if m:
-                self.after_boot = int(m.group(1))
-            m = PEAK.search(line)
-            if m:
-                self.peak = max(self.peak, int(m.group(1)))
-            self.changed.set()
-
-    def event(self, name, **fields):
-        for line in self.lines:
-            if line.startswith("{"):
-                e = json.loads(line)
-                if e.get("event") == name and all(e.get(k) == v for k, v in fields.items()):
-                    return e
-        return None
-
-    async def until(self, what, name, **fields):
-        async def wait():
-            while self.event(name, **fields) is None:
-                if self.proc.returncode is not None:
-                    raise RuntimeError("%s: the board exited:\n%s" % (what, "\n".join(self.lines[-20:])))
-                self.changed.clear()
-                await self.changed.wait()
-        await asyncio.wait_for(wait(), WAIT_S)
+def _figures(lines):
+    """(heap used after boot, sampled peak) from the board's log lines."""
+    after_boot, peak = None, 0
+    for line in lines:
+        m = AFTER_BOOT.search(line)
+        if m:
+            after_boot = int(m.group(1))
+        m = PEAK.search(line)
+        if m:
+            peak = max(peak, int(m.group(1)))
+    return after_boot, peak
 
 
 async def run(server, api, state, mqtt, lesson):
@@ -84,31 +55,21 @@ async def run(server, api, state, mqtt, lesson):
                        "user": creds["username"], "password": creds["password"]}
     prepare_state(state, cfg)
     (state / "mac").write_text(DEVICE_ID.replace(":", ""))
-    proc = await asyncio.create_subprocess_exec(
-        str(FROZEN), "-X", "heapsize=" + HEAP, "bench/heap_probe.py", "--state", str(state), "--json",
-        cwd=ROOT, env={"MICROPYPATH": ".frozen", "PATH": "/usr/bin:/bin"},
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    board = Board(proc)
-    reader = asyncio.create_task(board.read())
+    board = await PipeConsole.start(
+        [str(FROZEN), "-X", "heapsize=" + HEAP, "bench/heap_probe.py", "--state", str(state), "--json"],
+        env={"MICROPYPATH": ".frozen", "PATH": "/usr/bin:/bin"}, name="the frozen board")
     try:
-        await board.until("voice session", "state", state="listening")
+        await board.wait_event("state", WAIT_S, state="listening")
         if mqtt:
-            await board.until("broker", "mqtt", action="CONNECT")
+            await board.wait_event("mqtt", WAIT_S, action="CONNECT")
         if lesson:
             status, body = await api.post("/api/devices/%s/tasks" % DEVICE_ID, LESSON, wait=10)
             if status >= 300:
                 raise RuntimeError("task refused: %s %s" % (status, body))
-            await board.until("lesson", "player", state="pass_end")
+            await board.wait_event("player", WAIT_S, state="pass_end")
     finally:
-        proc.stdin.write(b"quit\n")
-        await proc.stdin.drain()
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
-        await reader
-    return board
+        await board.close(quit_first=True)
+    return _figures(board.lines)
 
 
 async def main():
@@ -125,10 +86,10 @@ async def main():
             await server.start()
             try:
                 async with aiohttp.ClientSession() as http:
-                    board = await run(server, Api(server, http), pathlib.Path(tmp) / "state", mqtt, lesson)
+                    after_boot, peak = await run(server, Api(server, http), pathlib.Path(tmp) / "state", mqtt, lesson)
             finally:
                 await server.stop()
-        rows.append((title, board.after_boot, board.peak))
+        rows.append((title, after_boot, peak))
     print("firmware heap, frozen 32-bit unix port, -X heapsize=%s (%d bytes)" % (HEAP, 256 * 1024))
     print("%-24s %16s %16s" % ("run", "after boot", "peak (sampled)"))
     for title, after, peak in rows:
