@@ -1,6 +1,5 @@
 """HTTP TTS adapters against real local servers speaking GPT-SoVITS api_v2 and OpenAI audio/speech,
 and the fallback chain that keeps a reply alive when providers fail."""
-import json
 
 import pytest
 from aiohttp import web
