@@ -4,14 +4,13 @@ server/xiaozhi_server. A test rather than a Makefile step, so `make test`
 stays one pytest run: ARGS selects it like any test, a fresh clone needs
 nothing else, and a failure is reported with the others, mypy's own lines
 in the message."""
-import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testkit import ROOT
 
 
 def test_the_server_type_checks():
-    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", os.path.join(ROOT, "pyproject.toml")],
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, "mypy found problems:\n" + r.stdout + r.stderr
