@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .. import protocol as proto
 from ..mcp.tools import Tool, ToolOutcome
 from .lessons import lesson_names, match_lesson
-from .runtime import TaskError
+from .runtime import LIST_TOOL, TaskError
 
 if TYPE_CHECKING:
     from ..session.session import Session
@@ -91,25 +91,25 @@ def runtime_tools(session: Session, runtime: AppRuntime) -> list[Tool]:
         return ToolOutcome(json.dumps(result), end_turn=True, say=say)
 
     async def start_repeater(args: dict) -> ToolOutcome:
+        if player is None:   # not offered then; a model may still invent the call
+            return ToolOutcome("error: no app plays lessons", is_error=True)
         L = _lines(session)
         name = str(args.get("name") or "")
         repeat = args.get("repeat", 1)
         if isinstance(repeat, str) and repeat.strip().isdigit():
             repeat = int(repeat)  # models sometimes quote numbers
         power_off = bool(args.get("power_off_after", False))
-        if not (session.mcp.has(PLAY_TOOL) and session.mcp.has("self.mp3.get_list")):
+        if not (session.mcp.has(PLAY_TOOL) and session.mcp.has(LIST_TOOL)):
             return ToolOutcome("error: this device has no SD-card player", end_turn=True, say=L["no_player"])
-        text, is_error = await session.mcp.call("self.mp3.get_list", {})
+        text, is_error = await session.mcp.call(LIST_TOOL, {})
         if is_error:
-            log.warning("[%s] self.mp3.get_list failed: %s", session.device_id, text)
+            log.warning("[%s] %s failed: %s", session.device_id, LIST_TOOL, text)
         files = [] if is_error else lesson_names(text)
         found = match_lesson(name, files)
         if found is None:
             return ToolOutcome("error: no lesson named %s; the card has: %s" % (name, ", ".join(files) or "nothing"),
                                end_turn=True, say=L["missing"] % name)
         params = {"name": found, "repeat": repeat, "power_off_after": power_off}
-        if player is None:   # not offered then; a model may still invent the call
-            return ToolOutcome("error: no app plays lessons", is_error=True)
         try:
             result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE)
         except TaskError as e:
