@@ -4,15 +4,13 @@ come out as a WAV file a person could listen to."""
 import asyncio
 import math
 import struct
-import sys
 
+import opuslib
 import pytest
 
-from testkit import ROOT
+from simkit import use_host_hal
 
-sys.path[:0] = [str(ROOT / "firmware/lib"), str(ROOT / "firmware")]
-
-import opuslib  # noqa: E402
+use_host_hal()   # the board's host HAL, found the way the simulator finds it
 from hal.host import board, wav  # noqa: E402
 
 
