@@ -39,22 +39,23 @@ def parse_args(argv):
 
 
 def make_board(opts):
+    """(board, configuration): config.json is read once, before the board,
+    since the simulated board's clock speed may come from it."""
     if sys.platform == "esp32":
-        return hal.board(), "/config.json"
+        return hal.board(), config_mod.load("/config.json")
     state = opts["state"]
-    cfg_path = opts["config"] or state.rstrip("/") + "/config.json"
-    cfg = config_mod.load(cfg_path)
+    cfg = config_mod.load(opts["config"] or state.rstrip("/") + "/config.json")
     speed = float(opts["speed"]) if opts["speed"] else cfg.get("clock_speed", 1)
     kw = {"state_dir": state, "speed": speed}
     if opts["advance"]:
         kw["advance"] = float(opts["advance"])
     if opts["sd"]:
         kw["sd_dir"] = opts["sd"]
-    return hal.board(**kw), cfg_path
+    return hal.board(**kw), cfg
 
 
 def start(argv):
     """(options, board, configuration) for the command line argv."""
     opts = parse_args(argv)
-    board, cfg_path = make_board(opts)
-    return opts, board, config_mod.load(cfg_path)
+    board, cfg = make_board(opts)
+    return opts, board, cfg
