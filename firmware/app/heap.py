@@ -14,8 +14,9 @@
 #                  check (app/boot/, every boot), the command table (first
 #                  phrase), the MQTT side (only with mqtt.url);
 #   forget(name)   a module that has done its job: AFTER_BOOT (options,
-#                  configuration, OTA) once the boot is over, the boot resolver and the alarm table after the boot
-#                  used them (loaded again when needed).
+#                  configuration, OTA) once the boot is over, the boot
+#                  resolver and the alarm table after the boot used them
+#                  (loaded again when needed).
 #
 # docs/firmware.md (Memory) and docs/entry.md (Memory) give the figures.
 import gc
