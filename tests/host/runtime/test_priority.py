@@ -29,7 +29,6 @@ def test_a_finished_task_holds_no_priority():
     assert priority.decide(None, "default_chat")[0] == "preempt"
 
 
-
 @pytest.fixture
 async def server(start_server):
     return await start_server(server_config(None, apps={"opener_lines": {"zh": [], "en": []}}))
