@@ -18,7 +18,8 @@
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
-# task to the server (app/start_task); its answer comes back here.
+# task to the server (app/start_task); its answer goes back to the caller
+# through the channel's call(), never through this module.
 import asyncio
 import binascii
 import gc
