@@ -16,7 +16,6 @@ A wait ends on the event, on the console's end, or at its deadline, with an
 AssertionError that shows the last lines.
 """
 import asyncio
-import json
 import threading
 import time
 
@@ -137,6 +136,3 @@ class ConsoleLog:
         finally:
             with self._cond:
                 self._wakers.discard(waker)
-
-    def dump(self, n=40):
-        return "\n".join(json.dumps(e, ensure_ascii=False) for e in self.events[-n:])
