@@ -58,11 +58,7 @@ def _run(args):
             print("xiaozhi-server: could not start: %s" % e, file=sys.stderr)
             await server.stop()
             return 1
-        if server.pool is not None:
-            llm = server.pool.llm
-        else:
-            llm = "configured (%s)" % getattr(server.services.llm, "model", "openai") \
-                if server.services.llm_configured else "none configured (chat says so)"
+        llm = server.pool.llm if server.pool is not None else server.services.llm_line()
         print("xiaozhi-server running")
         print("  WebSocket : %s" % server.ws.url)
         print("  OTA       : %s" % server.http.ota_url)

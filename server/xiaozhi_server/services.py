@@ -88,6 +88,12 @@ class Services:
     def llm_configured(self) -> bool:
         return getattr(self.llm, "configured", True)
 
+    def llm_line(self) -> str:
+        """The LLM as the start-up banner names it."""
+        if not self.llm_configured:
+            return "none configured (chat says so)"
+        return "configured (%s)" % getattr(self.llm, "model", "openai")
+
     def set_server_tools(self, tools: Iterable[Tool]) -> None:
         """Tools of the server's own MCP processes, offered to every new session."""
         self._server_tools = list(tools)

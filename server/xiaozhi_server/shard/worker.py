@@ -66,24 +66,6 @@ def _services(settings, config):
     return Services(config)
 
 
-async def preload(services):
-    """Load every model now, before the first session can ask for one."""
-    start = getattr(services, "start", None)
-    if start is not None:
-        await start()
-        return
-    for provider in (services.vad, services.asr, services.tts, services.llm):
-        warm = getattr(provider, "warm_up", None)
-        if warm is not None:
-            await warm()
-
-
-def _llm_line(services):
-    if not getattr(services, "llm_configured", True):
-        return "none configured (chat says so)"
-    return "configured (%s)" % getattr(services.llm, "model", "openai")
-
-
 async def _build(settings, config, listen_fds):
     """Providers with their models loaded, server MCP processes, and the
     WebSocket endpoint serving the inherited sockets."""
@@ -93,7 +75,7 @@ async def _build(settings, config, listen_fds):
     fit_to_fd_limit(config["limits"], ports=("ws",))
     throttle_logs(float(config["limits"]["log_interval_s"]))
     services = _services(settings, config)
-    await preload(services)
+    await services.start()     # every model loaded before the first session can ask for one
     mcp = await start_server_tools(config, services) if settings["with_mcp"] else None
     ws = WsServer(services)
     if settings["device_tokens"]:
@@ -136,7 +118,7 @@ async def serve(channel_fd, listen_fds):
             pass
         stop.set()
     watching = asyncio.create_task(lifeline())
-    writer.write(json.dumps({"ready": os.getpid(), "llm": _llm_line(services)}).encode() + b"\n")
+    writer.write(json.dumps({"ready": os.getpid(), "llm": services.llm_line()}).encode() + b"\n")
     log.info("worker %d serving (pid %d, WebSocket caps %d open / %d pending)", wid, os.getpid(),
              config["limits"]["ws_max_connections"], config["limits"]["ws_max_pending"])
     reported = None
