@@ -73,6 +73,11 @@ class EndOfTurnDetector:
     def _at_ms(self):
         return self._samples * 1000 // RATE
 
+    @property
+    def position_ms(self) -> int:
+        """Audio judged so far (ms): where the next event would be decided."""
+        return self._at_ms()
+
     def take(self, pcm):
         """Cut PCM into whole VAD windows (the rest waits for the next call):
         (float32 [k, window] scaled to [-1, 1], int16 [k * window]). Blocking numpy
