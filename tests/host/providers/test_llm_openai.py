@@ -8,6 +8,7 @@ from openai import OpenAI
 from testkit.fake_llm import FakeLLM
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers.llm_none import choose_llm
+from xiaozhi_server.providers.llm_sse import sse_data
 
 TOOLS = [
     {"type": "function", "function": {"name": "self_audio_speaker_set_volume", "description": "set volume",
@@ -137,3 +138,64 @@ def test_environment_selects_the_openai_provider(monkeypatch, llm_server):
         monkeypatch.setenv(k, v)
     llm = choose_llm({})
     assert llm.type_name == "openai" and llm.base_url == llm_server.base_url and llm.model == "fake-model"
+
+
+async def test_settings_and_extra_body_reach_the_server_as_json(llm_server):
+    llm_server.reply("ok")
+    events = await collect(provider(llm_server, temperature=0.2, extra_body={"enable_thinking": False}),
+                           [{"role": "user", "content": "x"}])
+    assert events[-1].kind == "done"
+    body = llm_server.requests[0].body
+    assert body["temperature"] == 0.2 and body["enable_thinking"] is False and body["stream"] is True
+
+
+async def test_sse_events_are_the_same_however_the_body_is_cut():
+    body = (b": keep-alive comment\r\n\r\n"
+            b"data: {\"a\": 1}\r\n\r\n"
+            b"event: message\nid: 7\ndata: {\"b\":\ndata:  2}\n\n"
+            b"data: [DONE]\r\r")
+    want = ['{"a": 1}', '{"b":\n 2}', "[DONE]"]
+
+    async def cut(size):
+        for i in range(0, len(body), size):
+            yield body[i:i + size]
+
+    for size in (1, 2, 3, 7, len(body)):
+        assert [d async for d in sse_data(cut(size))] == want, size
+
+
+async def _serve_once(chunks):
+    """A real HTTP server answering one request with an SSE body of `chunks`."""
+    async def handle(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        for c in chunks:
+            writer.write(c)
+            await writer.drain()
+        writer.close()
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, "http://127.0.0.1:%d/v1" % server.sockets[0].getsockname()[1]
+
+
+async def test_an_error_in_the_stream_ends_it_with_a_bad_response_event():
+    text = b'data: {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}\n\n'
+    error = b'data: {"error": {"message": "upstream model crashed"}}\n\n'
+    server, url = await _serve_once([text, error])
+    async with server:
+        events = await collect(create("llm", {"type": "openai", "base_url": url, "model": "m"}),
+                               [{"role": "user", "content": "x"}])
+    assert [e.kind for e in events] == ["text", "error"]
+    assert events[1].reason == "bad_response" and "upstream model crashed" in events[1].message
+
+
+async def test_a_stream_cut_without_done_still_ends_with_done_and_its_tool_call():
+    parts = [b'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", '
+             b'"function": {"name": "get_weather", "arguments": "{\\"city\\""}}]}}]}\n\n',
+             b'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, '
+             b'"function": {"arguments": ": \\"Oslo\\"}"}}]}}]}\n\n']
+    server, url = await _serve_once(parts)
+    async with server:
+        events = await collect(create("llm", {"type": "openai", "base_url": url, "model": "m"}),
+                               [{"role": "user", "content": "x"}], TOOLS)
+    assert [e.kind for e in events] == ["tool_call", "done"]
+    assert events[0].id == "c1" and events[0].arguments == {"city": "Oslo"}
