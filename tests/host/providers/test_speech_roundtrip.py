@@ -39,6 +39,21 @@ async def test_piper_speech_through_vad_and_whisper(asr):
     assert {"cat", "playing", "red", "ball"} <= words(text), text
 
 
+async def test_reply_audio_through_the_servers_opus_encoder_stays_intelligible(asr):
+    """What the device plays: Piper's speech at 24 kHz, our 60 ms Opus frames, a stock decoder."""
+    import opuslib
+    from xiaozhi_server.pipeline.opus import OpusEncoder
+    chunk = await create("tts", {"type": "piper"}).synthesize("The little cat is playing with a red ball.")
+    enc = OpusEncoder()
+    frames = enc.encode(resample_once(chunk.pcm, chunk.rate, 24000)) + enc.flush()
+    dec = opuslib.Decoder(24000, 1)
+    played = b"".join(dec.decode(f, 1440) for f in frames)
+    assert sum(map(len, frames)) * 8 / (len(frames) * 0.06) < 40000   # ~32 kbit/s, as configured
+    text = await asr.transcribe(audio.silence(300) + resample_once(played, 24000, 16000) + audio.silence(300),
+                                language="en")
+    assert {"cat", "playing", "red", "ball"} <= words(text), text
+
+
 async def test_espeak_mandarin_through_whisper(asr):
     chunk = await create("tts", {"type": "espeak"}).synthesize("你好，我是小智。")
     pcm = resample_once(chunk.pcm, chunk.rate, 16000)
