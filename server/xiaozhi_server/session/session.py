@@ -136,8 +136,11 @@ class Session:
             return False
 
     async def _send_audio(self, packet):
-        ts = int((time.monotonic() - self._t0) * 1000)
-        data = packet if self.version == 1 else proto.pack_frame(self.version, packet, proto.FRAME_OPUS, ts)
+        if self.version == 1:
+            data = packet    # the common case, per frame per session: nothing to add
+        else:
+            ts = int((time.monotonic() - self._t0) * 1000)
+            data = proto.pack_frame(self.version, packet, proto.FRAME_OPUS, ts)
         try:
             await self.ws.send(data)
         except Exception as e:

@@ -94,3 +94,24 @@ async def test_cancel_stops_within_one_frame_in_real_time():
     assert not await pacer.drain()
     pacer.reset()
     assert await pacer.send(b"next reply") and pacer.frames == 1
+
+
+async def test_many_replies_on_the_shared_ticks_never_run_ahead_of_the_device():
+    """Thirty replies at once, started at odd moments, wait on the process's
+    one tick timer: every frame of every reply still leaves no earlier than
+    three frames before it plays, and every reply sends all its frames."""
+    async def sink(frame):
+        pass
+
+    async def reply(i):
+        await asyncio.sleep(0.007 * i)      # off the tick grid on purpose
+        pacer = Pacer(sink, record=True)
+        for _ in range(12):
+            assert await pacer.send(b"x")
+        assert await pacer.drain()
+        return pacer
+
+    pacers = await asyncio.gather(*(reply(i) for i in range(30)))
+    assert all(p.frames == 12 for p in pacers)
+    aheads = [ahead for p in pacers for _sent, ahead, _late in p.records]
+    assert max(aheads) <= 3 * FRAME + 1e-6
