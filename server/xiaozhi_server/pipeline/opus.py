@@ -2,7 +2,7 @@
 
 Needs Debian's libopus0 (through opuslib). Both classes reuse one buffer
 per stream; one instance serves one stream and is not thread-safe.
-Encoding 10 s of 24 kHz audio takes about 20 ms, so callers may encode a
+Encoding 10 s of 24 kHz audio takes about 25 ms, so callers may encode a
 sentence's frames in one go in the thread pool.
 """
 import ctypes
