@@ -1,14 +1,25 @@
-"""Turn-taking: how long the end-of-turn detector waits, and how often it cuts a child off.
+"""Turn-taking: how long the end of a turn takes, and how often a child is cut off.
 
 Each utterance is two to four Piper phrases joined by pauses of 150-450 ms
 (the commas and breaths inside one sentence), with a faint room-noise
 floor, sent through the device's Opus encoder and the server's decoder
 60 ms at a time into the real `EndOfTurnDetector` on silero, as the
-listener does. A false cut-off is an end of turn decided inside the
-utterance; the decision delay is the silence between the last spoken
-sample and the decision. A few other silence settings are run beside the
-configured one, to show the trade-off.
+listener does. The listener's rules are then replayed window by window:
+
+- after `silence_ms` the turn ends speculatively: the words so far go to
+  ASR (the real Whisper here) and a reply is prepared; each such end
+  inside an utterance is work done for nothing;
+- the reply is heard once the silence has lasted as long as the words ask
+  (pipeline/turn_words.py), and never while a voice may be starting again;
+  a reply heard before the last spoken sample is a false cut-off.
+
+ASR is taken as instant against the audio (the listener waits for the
+words before committing, so a slower ASR only commits later). The rule
+the words choose runs beside one fixed commit silence for every text, and
+both also run on slow speakers, whose pauses last 500-1100 ms.
 """
+import asyncio
+import hashlib
 import random
 
 import numpy as np
@@ -16,6 +27,7 @@ import numpy as np
 from xiaozhi_server import config as configmod
 from xiaozhi_server.pipeline.opus import OpusDecoder
 from xiaozhi_server.pipeline.turn import EndOfTurnDetector
+from xiaozhi_server.pipeline.turn_words import CommitSilence
 from xiaozhi_server.providers import create
 
 from .device import opus_frames
@@ -27,35 +39,35 @@ PHRASES = (
     "then it started to rain", "so we ran home", "my favourite colour is blue", "because it is like the sky",
     "can we read a book", "about dinosaurs", "I like the green one", "that eats leaves",
     "tomorrow is my birthday", "and I will be six", "we will have a cake", "with seven candles",
+    # Children also stop on a joining word while they look for the next one.
+    "we went to the shop and", "I like my dog because",
 )
 PAUSE_MS = (150, 450)
+SLOW_PAUSE_MS = (500, 1100)
 LEAD_MS, TAIL_MS = 500, 1500
 NOISE_RMS = 40.0
 SEED = 20240601
-SWEEP_MS = (200, 500)
+FIXED_COMMIT_MS = 700      # the stock server's one silence for every turn
 
 
 class PausedUtterance:
     """Decoded 60 ms frames the server would hear, and where the words end (ms)."""
 
-    def __init__(self, frames, end_ms, pauses, gaps):
+    def __init__(self, frames, end_ms, pauses):
         self.frames = frames
         self.end_ms = end_ms
         self.pauses = pauses
-        self.gaps = gaps          # (start_ms, end_ms) of each pause in the stream
 
 
-def build(count, rng):
+def build(count, rng, pause_ms=PAUSE_MS):
     phrases = PHRASES if count >= 8 else PHRASES[:6]
     out = []
     for _ in range(count):
         parts = rng.sample(phrases, rng.randint(2, 4))
-        pauses = [rng.randint(*PAUSE_MS) for _ in parts[1:]]
+        pauses = [rng.randint(*pause_ms) for _ in parts[1:]]
         pcm = bytearray(silence(LEAD_MS))
-        gaps = []
         for i, text in enumerate(parts):
             if i:
-                gaps.append((len(pcm) // 32, len(pcm) // 32 + pauses[i - 1]))
                 pcm += silence(pauses[i - 1])
             pcm += say(text)
         end_ms = len(pcm) // 32
@@ -64,70 +76,113 @@ def build(count, rng):
         x = np.clip(np.frombuffer(bytes(pcm), dtype="<i2") + noise, -32768, 32767).astype("<i2")
         dec = OpusDecoder()
         frames = [dec.decode(p) for p in opus_frames(x.tobytes())]
-        out.append(PausedUtterance(frames, end_ms, pauses, gaps))
+        out.append(PausedUtterance(frames, end_ms, pauses))
     return out
 
 
-def _cutting_pauses(u, ends):
-    """Lengths of the pauses in which an end of turn was decided."""
-    out = []
-    for a, b in u.gaps:
-        # The decision lands in the pause, or just after it (the VAD lags a window or two).
-        if any(a <= at < b + 120 for at in ends):
-            out.append(b - a)
-    return out
+class Words:
+    """ASR of the words at each speculative end (real Whisper, cached by audio)."""
+
+    def __init__(self, asr_cfg, language="en"):
+        self.asr = create("asr", asr_cfg)
+        self.language = language
+        self.loop = asyncio.new_event_loop()
+        self.cache = {}
+
+    def of(self, pcm):
+        key = hashlib.sha1(pcm).digest()
+        if key not in self.cache:
+            self.cache[key] = self.loop.run_until_complete(self.asr.transcribe(pcm, language=self.language))
+        return self.cache[key]
+
+    def close(self):
+        self.loop.close()
 
 
-def judge(utterances, vad, threshold, silence_ms):
-    """(cut-off utterances, decision delays of the others, never ended, lengths of the pauses that cut)."""
-    cutoffs, delays, missed, cutting = 0, [], 0, []
-    for u in utterances:
+class Replay:
+    """One utterance through the listener's rules: speculative ends inside
+    the words, and where the reply became audible."""
+
+    def __init__(self, u, vad, threshold, silence_ms, commit, words):
         det = EndOfTurnDetector(vad.open(), threshold=threshold, silence_ms=silence_ms)
-        ends = []
+        self.inside = 0           # speculative ends before the last word (work dropped)
+        self.decided = None       # first speculative end after the last word (ms after it)
+        self.heard_at = None      # stream position where the reply became audible
+        joined, tentative = b"", None     # tentative: (at_ms, wait_ms)
         for f in u.frames:
-            ends += [e.at_ms for e in det.feed_sync(f) if e.kind == "end"]
-        if any(at < u.end_ms for at in ends):
-            cutoffs += 1
-            cutting += _cutting_pauses(u, ends)
-        elif ends:
-            delays.append(ends[0] - u.end_ms)
-        else:
-            missed += 1
-    return cutoffs, delays, missed, cutting
+            events = det.feed_sync(f)
+            for ev in events:
+                if ev.kind == "start":
+                    tentative = None          # the child went on: the words are joined
+                elif ev.kind == "end":
+                    joined += ev.audio
+                    if ev.at_ms < u.end_ms:
+                        self.inside += 1
+                    elif self.decided is None:
+                        self.decided = ev.at_ms - u.end_ms
+                    tentative = (ev.at_ms, commit.for_text(words.of(joined)) - silence_ms)
+            if tentative and not any(ev.kind == "start" for ev in events):
+                at, wait = tentative
+                if det.position_ms - at >= wait and not det.onset:
+                    self.heard_at = det.position_ms
+                    break
+
+    def cut_off(self, u):
+        return self.heard_at is not None and self.heard_at < u.end_ms
+
+
+def _rule_figures(label, replays, utterances, limit):
+    cut = sum(1 for r, u in zip(replays, utterances) if r.cut_off(u))
+    delays = [r.heard_at - u.end_ms for r, u in zip(replays, utterances)
+              if r.heard_at is not None and not r.cut_off(u)]
+    rate = 100.0 * cut / len(utterances)
+    return [
+        Figure("reply heard after the last word p50, " + label, percentile(delays, 50), "ms"),
+        Figure("false cut-offs, " + label, rate, "%", limit=limit,
+               note="%d of %d cut inside" % (cut, len(utterances))),
+    ]
 
 
 def run_turns(count=24):
     rng = random.Random(SEED)
     utterances = build(count, rng)
-    vcfg = configmod.DEFAULTS["vad"]
+    slow = build(max(4, count // 2), rng, SLOW_PAUSE_MS)
+    cfg = configmod.DEFAULTS
+    vcfg = cfg["vad"]
     vad = create("vad", vcfg)
-    threshold, configured = vcfg.get("threshold", 0.5), vcfg.get("silence_ms", 300)
-    commit = vcfg.get("commit_silence_ms", configured)
+    threshold, silence_ms = vcfg.get("threshold", 0.5), vcfg.get("silence_ms", 160)
+    by_words = CommitSilence.from_config(vcfg, floor_ms=silence_ms)
+    fixed = CommitSilence(max(silence_ms, FIXED_COMMIT_MS))
+    words_label = "words choose (%d/%d/%d ms)" % (by_words.question_ms, by_words.default_ms,
+                                                 by_words.unfinished_ms)
+    fixed_label = "commit_silence_ms=%d for all words" % fixed.default_ms
+    words = Words(dict(cfg["asr"], type=cfg["asr"].get("type", "whisper")))
+    try:
+        runs = {}
+        for name, commit in (("words", by_words), ("fixed", fixed)):
+            runs[name] = [Replay(u, vad, threshold, silence_ms, commit, words) for u in utterances]
+            runs["slow " + name] = [Replay(u, vad, threshold, silence_ms, commit, words) for u in slow]
+    finally:
+        words.close()
     pauses = [p for u in utterances for p in u.pauses]
-    figures = []
-    # The configured silence ends a turn speculatively (the reply is prepared);
-    # the child is cut off only by a pause longer than commit_silence_ms, when
-    # the prepared reply becomes audible. Both are shown, and a sweep beside them.
-    runs = [(configured, "silence_ms=%d (speculative end: reply prepared)" % configured, "delay")]
-    if commit != configured:
-        runs.append((commit, "commit_silence_ms=%d (reply heard)" % commit, "cutoff"))
-    runs += [(s, "silence_ms=%d" % s, None) for s in SWEEP_MS if s not in (configured, commit)]
-    for silence_ms, tag, target in runs:
-        cut, delays, missed, cutting = judge(utterances, vad, threshold, silence_ms)
-        rate = 100.0 * cut / len(utterances)
-        figures.append(Figure("end-of-turn delay p50, " + tag, percentile(delays, 50), "ms",
-                              limit=300.0 if target == "delay" else None, better="le",
-                              note=("%d utterances, %d pauses of %d-%d ms" % (len(utterances), len(pauses),
-                                                                              min(pauses), max(pauses)))
-                              if target == "delay" else ""))
-        figures.append(Figure("end-of-turn delay p95, " + tag, percentile(delays, 95), "ms"))
-        what = ("%d of %d cut inside%s" % (cut, len(utterances), ", %d never ended" % missed if missed else ""))
-        if target == "delay" and commit != configured:
-            what += "; prepared only, joined when the child goes on"
-        figures.append(Figure("false cut-offs, " + tag, rate, "%",
-                              limit=5.0 if (target == "cutoff" or (target == "delay" and commit == configured))
-                              else None, note=what))
-        if cutting:
-            figures.append(Figure("  shortest pause that cut, " + tag, float(min(cutting)), "ms",
-                                  note="pauses this long end the turn"))
+    spec = runs["words"]
+    decided = [r.decided for r in spec if r.decided is not None]
+    inside = sum(r.inside for r in spec)
+    figures = [
+        Figure("end-of-turn delay p50, silence_ms=%d (speculative end: ASR runs, reply prepared)" % silence_ms,
+               percentile(decided, 50), "ms", limit=300.0, better="le",
+               note="%d utterances, %d pauses of %d-%d ms" % (len(utterances), len(pauses), min(pauses),
+                                                              max(pauses))),
+        Figure("end-of-turn delay p95, silence_ms=%d" % silence_ms, percentile(decided, 95), "ms"),
+        Figure("speculative ends inside an utterance", inside / len(utterances), "per utterance",
+               note="%d of %d pauses: ASR and a reply prepared, then dropped" % (inside, len(pauses))),
+    ]
+    figures += _rule_figures(words_label, runs["words"], utterances, 5.0)
+    figures += _rule_figures(fixed_label, runs["fixed"], utterances, None)
+    slow_pauses = [p for u in slow for p in u.pauses]
+    for name, label in (("slow words", words_label), ("slow fixed", fixed_label)):
+        cut = sum(1 for r, u in zip(runs[name], slow) if r.cut_off(u))
+        figures.append(Figure("slow speaker false cut-offs, " + label, 100.0 * cut / len(slow), "%",
+                              note="%d of %d utterances, pauses of %d-%d ms" % (
+                                  cut, len(slow), min(slow_pauses), max(slow_pauses))))
     return figures

@@ -117,10 +117,14 @@ DEFAULTS = {
         "exit_translation_phrases": ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧", "聊会天吧",
                                      "exit translation", "stop translating", "stop translation", "back to chat"],
     },
-    # silence_ms: silence that ends a turn speculatively (the reply is prepared);
-    # commit_silence_ms: silence after which it is heard (a pause shorter than
-    # this is the child taking a breath: the words are joined, nothing is cut).
-    "vad": {"type": "silero", "silence_ms": 300, "commit_silence_ms": 700, "threshold": 0.5},
+    # silence_ms: silence that ends a turn speculatively (ASR runs, the reply is
+    # prepared). The reply is heard after a longer silence that the words choose
+    # (pipeline/turn_words.py): commit_question_ms after a question,
+    # commit_unfinished_ms after "and", "um" or a comma, commit_silence_ms
+    # otherwise. A shorter pause is the child taking a breath: the words are
+    # joined and nothing is cut.
+    "vad": {"type": "silero", "silence_ms": 160, "commit_silence_ms": 700, "commit_question_ms": 500,
+            "commit_unfinished_ms": 1200, "threshold": 0.5},
     "asr": {"type": "whisper"},
     "tts": {
         "type": "fallback",

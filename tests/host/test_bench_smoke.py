@@ -19,7 +19,6 @@ def test_quick_bench_sections_print_their_figures():
     overhead = re.search(r"^pipeline overhead p95\s+([\d.]+) ms\s+< 15\.0 ms", text, re.M)
     assert overhead, text
     assert re.search(r"^\S.*\b3 turns; end-of-turn decision", text, re.M), text
-    cutoffs = re.search(r"^false cut-offs, commit_silence_ms=\d+ \(reply heard\)\s+([\d.]+) %\s+< 5\.0 %",
-                        text, re.M)
+    cutoffs = re.search(r"^false cut-offs, words choose \(\d+/\d+/\d+ ms\)\s+([\d.]+) %\s+< 5\.0 %", text, re.M)
     assert cutoffs and 0.0 <= float(cutoffs.group(1)) <= 100.0, text
     assert re.search(r"^end-of-turn delay p50, silence_ms=\d+ \(speculative end[^)]*\)\s+[\d.]+ ms", text, re.M), text

@@ -11,15 +11,19 @@ word, and speech that starts while the server speaks is reported
 Modes: auto and realtime end a turn on silence; manual ends it on
 `listen stop` (push to talk), whatever the VAD says.
 
-Speculative end of turn (auto and realtime): after `silence_ms` (300 ms)
+Speculative end of turn (auto and realtime): after `silence_ms` (160 ms)
 of silence the utterance goes to ASR at once and is handed on with an
 uncommitted `commit` future, so the reply can be prepared while the child
-may still go on. After `commit_silence_ms` (700 ms) of silence the future
+may still go on. Once the silence has lasted as long as the words ask
+(pipeline/turn_words.py: 500 ms after a question, 1200 ms after "and" or
+"um", 700 ms after anything else) the future
 becomes True and the reply may be heard. If the child speaks again before
 that, it becomes False, the reply prepared so far is dropped unheard, and
 the new words are joined to the old ones into one utterance. So a pause
 for breath does not cut the child off, and a real end of turn costs no
-more latency than the 300 ms decision.
+more latency than the short decision plus the providers. The price is
+work done for nothing: each pause longer than `silence_ms` inside an
+utterance starts an ASR call and a reply that is then dropped.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ..pipeline.opus import OpusDecoder
 from ..pipeline.turn import EndOfTurnDetector
+from ..pipeline.turn_words import CommitSilence
 from ..providers.workers import run_blocking
 
 if TYPE_CHECKING:
@@ -41,6 +46,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 200   # 12 s of audio; beyond that the device is flooding us
 MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
+SILENCE_MS = 160                 # default speculative end of turn (config vad.silence_ms)
 
 
 class Utterance:
@@ -65,13 +71,16 @@ async def committed(utterance: Utterance | None) -> bool:
 class _Tentative:
     """An utterance whose end is decided but not yet committed."""
 
-    __slots__ = ("audio", "commit", "heard_ms", "timer")
+    __slots__ = ("audio", "commit", "at_ms", "heard_ms", "timer", "wait_ms", "since")
 
-    def __init__(self, audio, commit):
+    def __init__(self, audio, commit, at_ms, wait_ms, since):
         self.audio = audio
         self.commit = commit
+        self.at_ms = at_ms      # stream position of the speculative end
         self.heard_ms = 0       # ms of audio heard since the end (all quiet so far)
         self.timer = None
+        self.wait_ms = wait_ms  # more silence needed before the commit; None until ASR has the words
+        self.since = since      # loop time of the speculative end
 
 
 class Listener:
@@ -96,8 +105,8 @@ class Listener:
         self._manual_speech = False
         self._tentative: _Tentative | None = None
         self._prefix = b""             # words of a resumed utterance, joined to the next
-        self.silence_ms = int(self._vad_cfg.get("silence_ms", 300))
-        self.commit_ms = max(self.silence_ms, int(self._vad_cfg.get("commit_silence_ms", 700)))
+        self.silence_ms = int(self._vad_cfg.get("silence_ms", SILENCE_MS))
+        self.commit = CommitSilence.from_config(self._vad_cfg, floor_ms=self.silence_ms)
         self.resumed = 0
         self.dropped = 0
         self.heard_ms = 0               # audio the VAD has judged so far (ms)
@@ -159,7 +168,7 @@ class Listener:
             stream = await run_blocking(self._vad_provider.open)
             cfg = self._vad_cfg
             self.detector = EndOfTurnDetector(stream, threshold=cfg.get("threshold", 0.5),
-                                              silence_ms=cfg.get("silence_ms", 300))
+                                              silence_ms=self.silence_ms)
         return self.detector
 
     async def _drain_queue(self):
@@ -210,25 +219,40 @@ class Listener:
                 self._resume()
                 await self._on_start()
             elif ev.kind == "end" and not manual:
-                self._speculate(self._prefix + ev.audio)
+                self._speculate(self._prefix + ev.audio, ev.at_ms)
                 self._prefix = b""
         t = self._tentative
         if t is not None and not any(ev.kind == "start" for ev in events):
-            t.heard_ms += heard_ms
-            # Not while a voice may be starting again: wait for the VAD's verdict.
-            if t.heard_ms >= self.commit_ms - self.silence_ms and not detector.onset:
-                self._commit(t)
+            t.heard_ms = detector.position_ms - t.at_ms
+            self._commit_if_quiet(t)
 
-    def _speculate(self, audio):
-        fut = asyncio.get_running_loop().create_future()
-        t = self._tentative = _Tentative(audio, fut)
+    def _commit_if_quiet(self, t):
+        # Not while a voice may be starting again: wait for the VAD's verdict.
+        if t.wait_ms is not None and t.heard_ms >= t.wait_ms and not (
+                self.detector is not None and self.detector.onset):
+            self._commit(t)
+
+    def _speculate(self, audio, at_ms):
+        # No commit before ASR has the words: no reply can be heard before
+        # them anyway, and they choose how long the silence must last.
+        loop = asyncio.get_running_loop()
+        t = self._tentative = _Tentative(audio, loop.create_future(), at_ms, None, loop.time())
+        self._finish_audio(audio, t.commit)
+
+    def _words_heard(self, t, text):
+        """ASR has the tentative words (or failed: ""): the silence they need."""
+        if t.commit.done() or self._tentative is not t:
+            return
+        t.wait_ms = self.commit.for_text(text) - self.silence_ms
         # If the device stops sending audio, commit on the clock instead.
-        wait = (self.commit_ms - self.silence_ms) / 1000.0 + 0.15
-        t.timer = asyncio.get_running_loop().call_later(wait, self._commit_on_clock, t)
-        self._finish_audio(audio, fut)
+        t.timer = asyncio.get_running_loop().call_at(t.since + t.wait_ms / 1000.0 + 0.15,
+                                                     self._commit_on_clock, t)
+        self._commit_if_quiet(t)
 
     def _commit_on_clock(self, t):
-        if self.detector is not None and self.detector.onset and self._tentative is t:
+        # Audio still waiting for the VAD may hold the child's next words.
+        busy = not self.caught_up or (self.detector is not None and self.detector.onset)
+        if busy and self._tentative is t:
             t.timer = asyncio.get_running_loop().call_later(0.1, self._commit_on_clock, t)
             return
         self._commit(t)
@@ -236,6 +260,7 @@ class Listener:
     def _commit(self, t):
         if t.timer is not None:
             t.timer.cancel()
+            t.timer = None
         if not t.commit.done():
             t.commit.set_result(True)
         if self._tentative is t:
@@ -246,7 +271,8 @@ class Listener:
         t = self._tentative
         if t is None or t.commit.done():
             return
-        t.timer.cancel()
+        if t.timer is not None:
+            t.timer.cancel()
         t.commit.set_result(False)
         self._prefix = t.audio
         self._tentative = None
@@ -264,9 +290,14 @@ class Listener:
             text = await self.asr.transcribe(audio, language=self.language)
         except Exception:
             log.exception("ASR failed")
+            text = None
+        t = self._tentative
+        if t is not None and t.commit is commit:
+            self._words_heard(t, text or "")
+        if text is None:
             return
         asr_ms = (time.monotonic() - t0) * 1000
-        text = (text or "").strip()
+        text = text.strip()
         log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
         if commit is not None and commit.done() and not commit.result():
             return  # the child went on; the joined utterance comes next
@@ -285,7 +316,7 @@ class Listener:
                 log.exception("audio processing failed; listening goes on")
 
     async def close(self) -> None:
-        if self._tentative is not None:
+        if self._tentative is not None and self._tentative.timer is not None:
             self._tentative.timer.cancel()
         for t in [self._task, *self._asr_tasks]:
             if t is not None:

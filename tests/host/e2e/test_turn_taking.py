@@ -1,6 +1,7 @@
 """A child's pause for breath is not the end of the turn: the words before
 and after it reach the model as one utterance, and nothing of an answer to
-half a sentence is ever heard."""
+half a sentence is ever heard. A child who stops on "and" gets longer to
+find the next words than one who has finished a sentence."""
 import asyncio
 
 from testkit import audio
@@ -15,9 +16,10 @@ async def test_a_pause_inside_a_sentence_joins_the_words(fake_llm, start_server)
     server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
     first = await audio.english_speech("Yesterday I went to the park")
     second = await audio.english_speech("with my big sister and our dog.")
-    # Piper pads its phrases with quiet: with these 250 ms the child is silent
-    # for about 450 ms, well past the 300 ms speculative end of turn.
-    pause = audio.silence(250)
+    # Piper pads its phrases with quiet: with these 150 ms the child is silent
+    # for about 350 ms, well past the 160 ms speculative end of turn and short
+    # of the 700 ms a statement ("... the park.") waits before it is heard.
+    pause = audio.silence(150)
     async with WireDevice(server.ws.url, mcp=False) as dev:
         await dev.hello()
         await dev.listen_start("auto")
@@ -61,3 +63,23 @@ async def test_a_real_end_of_turn_is_answered_while_the_silence_still_streams(fa
         finally:
             streaming.cancel()
         assert len(fake_llm.requests) == 1
+
+
+async def test_a_pause_after_and_waits_longer_than_a_finished_sentence_would(fake_llm, start_server):
+    fake_llm.default_reply = "🙂 What a big dog!"
+    server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
+    first = await audio.english_speech("I went to the park and")
+    second = await audio.english_speech("we saw a very big dog.")
+    # About 950 ms without a word (Piper's own quiet included): longer than the
+    # 700 ms most words get, shorter than the 1200 ms after "and".
+    pause = audio.silence(750)
+    async with WireDevice(server.ws.url, mcp=False) as dev:
+        await dev.hello()
+        await dev.listen_start("auto")
+        await dev.say_pcm(first + pause + second, pace=0.06)
+        await dev.wait_json("tts", state="stop", timeout=30)
+        await asyncio.sleep(0.5)
+        stts = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
+        assert len(stts) == 1, stts
+        assert "park" in stts[0].lower() and "dog" in stts[0].lower(), stts
+        assert dev.texts() == ["What a big dog!"]

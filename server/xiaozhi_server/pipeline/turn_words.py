@@ -1,0 +1,95 @@
+"""What a child's words say about the end of their turn, and so how long
+a pause must last before the reply prepared for them may be heard.
+
+The end-of-turn detector (turn.py) hears only sound and silence. Once a
+pause has ended the turn speculatively, ASR has the words, and they say
+more than the silence does: "Can you tell me a story about a cat?" asks
+for an answer now, "I went to the park and" is not over. So the commit
+silence (listener.py) follows the words:
+
+- a question (ends in ? or ？, or in 吗/呢): `commit_question_ms`, shorter
+  than the default;
+- unfinished (ends in a comma or an ellipsis, or on a joining word or a
+  filler such as "and", "because", "um", "然后", "还有", "嗯"):
+  `commit_unfinished_ms`, longer, so a child searching for the next word
+  is not cut off;
+- anything else, statements included (Whisper ends most fragments with a
+  full stop: "I went to the park." is often followed by "with my sister"),
+  or the words not known yet: `commit_silence_ms`.
+
+The word lists are small on purpose: a word they miss only means the
+default wait.
+"""
+from __future__ import annotations
+
+from ..providers.lang import has_han
+
+QUESTION, UNFINISHED, OTHER = "question", "unfinished", "other"
+
+_TERMINAL = ".?!。？！"
+_TRAILING = ",，、;；:：…-—"
+_QUOTES = "\"'”’」』)）"
+
+# Words a statement goes on after: conjunctions, articles, a few
+# prepositions, and the sounds of thinking. Words that often end a whole
+# sentence ("so", "that", "her", "to", "的", "这个") are left out, and a
+# question mark wins ("Who do you play with?" is a question).
+_EN_JOINING = frozenset((
+    "and", "or", "but", "because", "cause", "if", "the", "a", "an", "my", "your", "our", "their",
+    "of", "with", "about", "for", "from", "into", "um", "umm", "uh", "uhh", "er", "erm", "hmm",
+))
+_ZH_JOINING = ("然后", "还有", "而且", "因为", "所以", "但是", "可是", "如果", "和", "跟", "或者", "还是",
+               "嗯", "呃", "额")
+_ZH_ASKING = ("吗", "呢")
+
+
+def _last_word(text: str) -> str:
+    words = text.split()
+    return words[-1].lower().strip(_TERMINAL + _TRAILING + _QUOTES) if words else ""
+
+
+def judge(text: str) -> str:
+    """QUESTION, UNFINISHED or OTHER for a transcript."""
+    t = text.strip().rstrip(_QUOTES).strip()
+    if not t:
+        return OTHER
+    if t.endswith(("...", "…")) or t[-1] in _TRAILING:
+        return UNFINISHED
+    if t[-1] in "?？":
+        return QUESTION
+    if has_han(t):
+        core = t.rstrip(_TERMINAL)
+        if core.endswith(_ZH_ASKING):
+            return QUESTION
+        if core.endswith(_ZH_JOINING):
+            return UNFINISHED
+    elif _last_word(t) in _EN_JOINING:
+        return UNFINISHED
+    return OTHER
+
+
+class CommitSilence:
+    """The silence (ms) after which a reply to `text` may be heard."""
+
+    def __init__(self, default_ms: int, question_ms: int | None = None, unfinished_ms: int | None = None) -> None:
+        self.default_ms = default_ms
+        self.question_ms = default_ms if question_ms is None else question_ms
+        self.unfinished_ms = default_ms if unfinished_ms is None else unfinished_ms
+
+    @classmethod
+    def from_config(cls, vad_cfg: dict, floor_ms: int = 0) -> "CommitSilence":
+        """From the `vad` config; no wait shorter than `floor_ms` (the speculative silence)."""
+        default = max(floor_ms, int(vad_cfg.get("commit_silence_ms", 700)))
+
+        def key(name):
+            v = vad_cfg.get(name)
+            return None if v is None else max(floor_ms, int(v))
+        return cls(default, key("commit_question_ms"), key("commit_unfinished_ms"))
+
+    def for_text(self, text: str | None) -> int:
+        verdict = judge(text) if text else OTHER
+        if verdict == QUESTION:
+            return self.question_ms
+        if verdict == UNFINISHED:
+            return self.unfinished_ms
+        return self.default_ms
