@@ -4,8 +4,9 @@ Each device speaks the xiaozhi WebSocket protocol as stock devices do, so
 it can drive this server or any other (the stock xiaozhi-server too): the
 headers Device-Id, Client-Id, Protocol-Version and, with a token,
 Authorization; a hello with 16 kHz 60 ms Opus; `listen start` in auto
-mode. Then its microphone streams 60 ms Opus frames in real time for the
-whole run: the question, then silence until the reply has finished
+mode, and again after every `tts stop` (as stock firmware does). Then
+its microphone streams 60 ms Opus frames in real time for the whole run:
+the question, then silence until the reply has finished
 (`tts stop`), then the question again.
 
 Per turn it times what the child would notice: the end of the question
@@ -60,6 +61,7 @@ class LoadDevice:
         self.silence = silence_packet
         self.token = token
         self.ws = None
+        self.session_id = None
         self.replies = []          # ReplyClocks of replies heard
         self.current = None
         self.speaking = False      # the server is in a reply (tts start .. stop)
@@ -104,6 +106,7 @@ class LoadDevice:
                     self.speaking = False
                     self.stale_reply = False
                     self._reply_done()
+                    await self._listen()   # as stock firmware does: back to listening (resets a stock server's VAD)
         except websockets.ConnectionClosed:
             pass
 
@@ -125,8 +128,12 @@ class LoadDevice:
             hello = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
             if hello.get("type") == "hello":
                 break
-        await self.ws.send(proto.encode(proto.listen(proto.LISTEN_START, session_id=hello.get("session_id"),
-                                                     mode="auto")))
+        self.session_id = hello.get("session_id")
+        await self._listen()
+
+    async def _listen(self):
+        from xiaozhi_server import protocol as proto
+        await self.ws.send(proto.encode(proto.listen(proto.LISTEN_START, session_id=self.session_id, mode="auto")))
 
     async def run(self, start_at, stop_at):
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
