@@ -15,7 +15,7 @@ long after its scheduled time it left) beside the devices' view of it.
 
 `run_compare` drives any xiaozhi server URL with the same load (the stock
 xiaozhi-server too) and prints the same figures from the devices' side;
-RSS only when the server's pid is given.
+the server's RSS and CPU only when its pid is given.
 
 RSS per session is the server's peak RSS during the run minus its RSS
 before the first device connected (the models already loaded), over N.
@@ -73,21 +73,33 @@ def rss_mb(pid):
     return None
 
 
+def _stat_cpu_s(path):
+    """User + system CPU seconds from a /proc stat file, or None if it is gone."""
+    try:
+        with open(path) as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid):
+    """CPU seconds a process has used, all its threads, or None."""
+    return _stat_cpu_s("/proc/%d/stat" % pid)
+
+
 def thread_cpu():
     """CPU seconds of this process's threads, summed by name (xiaozhi-vad,
     xiaozhi-upstream, ...; the event loop is the process's own name)."""
-    tick = os.sysconf("SC_CLK_TCK")
     names = {str(t.native_id): t.name for t in threading.enumerate()}
     out = {}
     for tid in os.listdir("/proc/self/task"):
-        try:
-            with open("/proc/self/task/%s/stat" % tid) as f:
-                stat = f.read()
-        except OSError:
+        cpu = _stat_cpu_s("/proc/self/task/%s/stat" % tid)
+        if cpu is None:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
         key = "loop" if tid == str(os.getpid()) else names.get(tid, "other").split("_")[0]
-        out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        out[key] = out.get(key, 0.0) + cpu
     return out
 
 
@@ -131,6 +143,7 @@ async def drive(url, sessions, seconds, token=None, pid=None):
     if pid is not None:
         tasks.append(asyncio.create_task(_rss_peak(pid, peak, stop)))
     cpu0, busy0, t0 = os.times(), _machine_busy(), time.monotonic()
+    server0 = proc_cpu_s(pid) if pid is not None else None
     proc.start()
     deadline = t0 + ramp_s + seconds + GRACE_S + 60
     while not conn.poll():
@@ -141,6 +154,7 @@ async def drive(url, sessions, seconds, token=None, pid=None):
         await asyncio.sleep(0.2)
     result = conn.recv()
     cpu1, busy1, wall = os.times(), _machine_busy(), time.monotonic() - t0
+    server1 = proc_cpu_s(pid) if server0 is not None else None
     stop.set()
     await asyncio.gather(*tasks)
     proc.join(5)
@@ -148,7 +162,8 @@ async def drive(url, sessions, seconds, token=None, pid=None):
         raise RuntimeError(result["failed"])
     result.update(ramp_s=ramp_s, t0=t0, wall=wall, lag=lag, rss0=rss0, rss_peak=peak[0] if pid is not None else None,
                   self_cpu=(cpu1.user - cpu0.user + cpu1.system - cpu0.system) / wall,
-                  machine=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))
+                  machine=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
+                  server_cpu=(server1 - server0) / wall if server1 is not None else None)
     return result
 
 
@@ -239,5 +254,10 @@ async def run_compare(url, sessions=(1, 10, 50), seconds=30.0, pid=None, token=N
     for n in sessions:
         r = await drive(url, n, seconds, token=token, pid=pid)
         figures += _device_figures(n, r, server_rss=pid is not None)
+        if r["server_cpu"] is not None:
+            # A busy machine (other work) starves any server: read the machine's share beside it.
+            figures.append(Figure("  CPU, server process", 100.0 * r["server_cpu"], "%",
+                                  note="100 %% = one core; machine %.0f %% of %d cores; load process %.0f %%" % (
+                                      100.0 * r["machine"], os.cpu_count() or 0, 100.0 * r["cpu"])))
         await asyncio.sleep(2.0)   # the server closes the last run's sessions
     return figures
