@@ -4,7 +4,10 @@ The load (bench/load_clients.py, a process of its own, because one Python
 process cannot drive 200 devices and a server on two cores without each
 disturbing the other's timing): each device streams 60 ms Opus frames in
 real time, a ~2 s spoken question, then silence until the reply has
-ended, then the question again.
+ended, then the question again. The question and the silence carry a faint
+microphone noise floor (NOISE_RMS, as in the turn-taking section): real
+devices never send digital zeros, and a server that skips work on silence
+must show it on a real floor.
 
 `run_concurrency` runs this server in this process with the issue's
 providers: its real listener (Opus decode, silero VAD end of turn), ASR
@@ -28,13 +31,16 @@ import os
 import threading
 import time
 
+import numpy as np
+
 from .device import opus_frames
 from .fakes import ScriptedAsr, ToneTts
 from .llm_process import LlmProcess
-from .load_clients import GRACE_S, run_clients
+from .load_clients import FRAME_S, GRACE_S, run_clients
 from .report import Figure, ms, percentile
 from .rig import BenchServer, bench_config
 from .speech import say, silence
+from .turns import NOISE_RMS
 
 QUESTION = "Can you tell me a short story about a cat?"
 ANSWER = "😊 Sure, here is a story."
@@ -44,6 +50,8 @@ LAG_TICK_S = 0.01
 RSS_TICK_S = 0.5
 RAMP_PER_SESSION_S = 0.025
 MAX_RAMP_S = 10.0
+QUIET_LOOP_MS = 960      # 16 frames of noise floor, sent round and round
+NOISE_SEED = 15
 
 # The issue's targets at 200 sessions.
 MAX_FIRST_P50_S = 1.0
@@ -105,8 +113,15 @@ def thread_cpu():
 
 @functools.lru_cache(maxsize=1)
 def load_packets():
-    """The question's Opus frames and one frame of silence (synthesized once)."""
-    return opus_frames(say(QUESTION)), opus_frames(silence(60))[0]
+    """The question's Opus frames and a short loop of quiet frames, both with
+    the noise floor (synthesized and encoded once; the devices send the quiet
+    frames round and round)."""
+    rng = np.random.default_rng(NOISE_SEED)
+
+    def floored(pcm):
+        x = np.frombuffer(pcm, dtype="<i2") + rng.standard_normal(len(pcm) // 2) * NOISE_RMS
+        return np.clip(x, -32768, 32767).astype("<i2").tobytes()
+    return opus_frames(floored(say(QUESTION))), opus_frames(floored(silence(QUIET_LOOP_MS)))
 
 
 async def _loop_lag(samples, stop):
@@ -196,11 +211,19 @@ def _device_figures(n, r, server_rss):
     return out
 
 
+def _config(llm_url):
+    cfg = bench_config(llm_url)
+    # BENCH_VAD_GATE=off: every window to silero, for a before/after of the gate.
+    if os.environ.get("BENCH_VAD_GATE", "on") == "off":
+        cfg["vad"] = dict(cfg["vad"], gate=False)
+    return cfg
+
+
 async def _run_ours(n, seconds, llm_url):
-    async with BenchServer(bench_config(llm_url), record_frames=True,
+    async with BenchServer(_config(llm_url), record_frames=True,
                            asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS)) as srv:
         batcher = getattr(srv.services.vad, "batcher", None)
-        calls0, windows0 = (batcher.calls, batcher.windows) if batcher is not None else (0, 0)
+        calls0, windows0, heard0 = (batcher.calls, batcher.windows, batcher.heard) if batcher else (0, 0, 0)
         load_packets()            # Piper speaks the question before the threads' clocks start
         threads0 = thread_cpu()
         r = await drive(srv.url, n, seconds, pid=os.getpid())
@@ -235,9 +258,18 @@ async def _run_ours(n, seconds, llm_url):
             for name in sorted(threads1, key=lambda k: threads0.get(k, 0.0) - threads1[k])
             if threads1[name] - threads0.get(name, 0.0) >= 0.01 * r["wall"])),
     ]
+    # CPU per second of audio a session sent: what one more session costs,
+    # and unlike a share of the wall clock, not lowered when others starve us.
+    audio_s = max(1e-9, r["sent"] * FRAME_S)
+    vad_cpu = threads1.get("xiaozhi-vad", 0.0) - threads0.get("xiaozhi-vad", 0.0)
+    figures.append(Figure("  server CPU per session-second", 1000.0 * r["self_cpu"] * r["wall"] / audio_s, "ms",
+                          note="VAD thread (Opus decode, VAD) %.2f ms; %.0f s of device audio" % (
+                              1000.0 * vad_cpu / audio_s, audio_s)))
     if batcher is not None and batcher.calls > calls0:
         figures.append(Figure("  VAD windows per model call", (batcher.windows - windows0) / (batcher.calls - calls0),
-                              "", note="every session's windows judged together"))
+                              "", note="every session's windows judged together; the model judged %.0f %% of "
+                              "the windows, its gate the rest" % (
+                                  100.0 * (batcher.windows - windows0) / max(1, batcher.heard - heard0))))
     return figures
 
 

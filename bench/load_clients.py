@@ -7,7 +7,10 @@ Authorization; a hello with 16 kHz 60 ms Opus; `listen start` in auto
 mode, and again after every `tts stop` (as stock firmware does). Then
 its microphone streams 60 ms Opus frames in real time for the whole run:
 the question, then silence until the reply has finished
-(`tts stop`), then the question again.
+(`tts stop`), then the question again. Its silence is a microphone's: a
+faint noise floor (a short loop of noise frames the parent encoded once),
+never digital zeros, which no real device sends and a server could skip
+for free.
 
 Per turn it times what the child would notice: the end of the question
 (when the frame with its last spoken sample leaves) to the first reply
@@ -54,11 +57,11 @@ class ReplyClock:
 
 
 class LoadDevice:
-    def __init__(self, index, url, speech, silence_packet, token=None):
+    def __init__(self, index, url, speech, quiet_packets, token=None):
         self.index = index
         self.url = url
         self.speech = speech
-        self.silence = silence_packet
+        self.quiet = quiet_packets
         self.token = token
         self.ws = None
         self.session_id = None
@@ -180,7 +183,7 @@ class LoadDevice:
                 pos += 1
                 last = pos == len(self.speech)
             else:
-                packet = self.silence
+                packet = self.quiet[(self.index + k) % len(self.quiet)]
             await self.ws.send(packet)
             self.sent += 1
             k += 1
@@ -190,10 +193,10 @@ class LoadDevice:
                 self.stale_reply = self.speaking
 
 
-async def _main(url, sessions, seconds, ramp_s, speech, silence_packet, token):
+async def _main(url, sessions, seconds, ramp_s, speech, quiet_packets, token):
     t0 = time.monotonic()
     stop_at = t0 + ramp_s + seconds
-    devs = [LoadDevice(i, url, speech, silence_packet, token) for i in range(sessions)]
+    devs = [LoadDevice(i, url, speech, quiet_packets, token) for i in range(sessions)]
     cpu0 = os.times()
     await asyncio.gather(*[d.run(t0 + ramp_s * i / max(1, sessions), stop_at) for i, d in enumerate(devs)])
     cpu1 = os.times()
@@ -215,11 +218,11 @@ async def _main(url, sessions, seconds, ramp_s, speech, silence_packet, token):
     }
 
 
-def run_clients(conn, url, sessions, seconds, ramp_s, speech, silence_packet, token=None):
+def run_clients(conn, url, sessions, seconds, ramp_s, speech, quiet_packets, token=None):
     """Process entry point: drive the devices, send the totals back through `conn`."""
     try:
         if not 0 < sessions <= MAX_SESSIONS:
             raise ValueError("sessions must be 1..%d, not %d" % (MAX_SESSIONS, sessions))
-        conn.send(asyncio.run(_main(url, sessions, seconds, ramp_s, speech, silence_packet, token)))
+        conn.send(asyncio.run(_main(url, sessions, seconds, ramp_s, speech, quiet_packets, token)))
     except Exception as e:
         conn.send({"failed": "%s: %s" % (type(e).__name__, e)})

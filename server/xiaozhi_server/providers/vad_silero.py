@@ -18,7 +18,12 @@ A stream takes 16 kHz windows of `window` samples (512 = 32 ms):
   a batch of 50 against 180 us alone). One stream has at most one `judge`
   in flight (its windows are sequential).
 
-Config keys: `sample_rate` (16000 or 8000).
+Both ways, each stream's gate (vad_gate.py) first passes only the windows
+where speech is possible; the others (a device's noise floor between
+questions and during replies) score 0.0 without a model call.
+
+Config keys: `sample_rate` (16000 or 8000); the gate's `gate` (true),
+`gate_open_db`, `gate_hang_ms`, `gate_hold` (vad_gate.py).
 """
 import asyncio
 import atexit
@@ -28,6 +33,7 @@ import queue
 import threading
 
 from .registry import register
+from .vad_gate import GateConfig, energies
 
 STATE_SHAPE = (2, 1, 128)
 
@@ -73,7 +79,8 @@ class VadBatcher:
         self._thread = None
         self._lock = threading.Lock()
         self.calls = 0          # model calls made (figures for benchmarks)
-        self.windows = 0        # windows judged
+        self.windows = 0        # windows judged by the model
+        self.heard = 0          # windows judged, by the model or its gate
 
     def submit(self, stream, prepare):
         """prepare() -> (float32 windows [k, window], extra) runs in the VAD thread;
@@ -135,8 +142,21 @@ class VadBatcher:
         m = self.model
         counts = [len(w) for _s, w in batch]
         out = [np.empty(n, dtype=np.float32) for n in counts]
+        loudness = [energies(w) if s.gate is not None and len(w) else None for s, w in batch]
+        self.heard += sum(counts)
         for t in range(max(counts, default=0)):
-            rows = [i for i, n in enumerate(counts) if n > t]
+            rows = []
+            for i, n in enumerate(counts):
+                if n <= t:
+                    continue
+                stream, windows = batch[i]
+                if stream.gate is None or stream.gate.admit(loudness[i][t]):
+                    rows.append(i)
+                else:   # near the floor: quiet, and the context moves on
+                    out[i][t] = 0.0
+                    stream.ctx[:] = windows[t, -m.context:]
+            if not rows:
+                continue
             x = np.empty((len(rows), m.context + m.window), dtype=np.float32)
             for j, i in enumerate(rows):
                 x[j, :m.context] = batch[i][0].ctx
@@ -150,17 +170,20 @@ class VadBatcher:
                 stream.state = state[:, j:j + 1, :].copy()
                 stream.ctx[:] = x[j, -m.context:]
                 out[i][t] = probs[j]
+                if stream.gate is not None:
+                    stream.gate.heard(float(probs[j]))
         return out
 
 
 class VadStream:
-    __slots__ = ("_np", "_model", "_batcher", "window", "state", "ctx")
+    __slots__ = ("_np", "_model", "_batcher", "window", "state", "ctx", "gate")
 
-    def __init__(self, model, batcher):
+    def __init__(self, model, batcher, gate=None):
         import numpy as np
         self._np = np
         self._model = model
         self._batcher = batcher
+        self.gate = gate
         self.window = model.window
         self.state = np.zeros(STATE_SHAPE, dtype=np.float32)
         self.ctx = np.zeros(model.context, dtype=np.float32)
@@ -172,9 +195,14 @@ class VadStream:
         x = np.empty((1, m.context + m.window), dtype=np.float32)
         x[0, :m.context] = self.ctx
         np.multiply(samples[offset:offset + m.window], 1.0 / 32768.0, out=x[0, m.context:], casting="unsafe")
-        probs, self.state = m.run(x, self.state)
         self.ctx[:] = x[0, -m.context:]
-        return float(probs[0])
+        if self.gate is not None and not self.gate.admit(float(energies(x[:, m.context:])[0])):
+            return 0.0
+        probs, self.state = m.run(x, self.state)
+        p = float(probs[0])
+        if self.gate is not None:
+            self.gate.heard(p)
+        return p
 
     async def judge(self, windows):
         """Probabilities of float32 windows [k, window] in [-1, 1], batched with other streams."""
@@ -190,6 +218,8 @@ class VadStream:
     def reset(self):
         self.state = self._np.zeros(STATE_SHAPE, dtype=self._np.float32)
         self.ctx[:] = 0.0
+        if self.gate is not None:
+            self.gate.reset()
 
 
 @register("vad", "silero")
@@ -198,6 +228,7 @@ class SileroVadProvider:
         self.sample_rate = int(config.get("sample_rate", 16000))
         if self.sample_rate not in (8000, 16000):
             raise ValueError("silero VAD runs at 8000 or 16000 Hz, not %d" % self.sample_rate)
+        self._gate = GateConfig(config, 1000.0 * (512 if self.sample_rate == 16000 else 256) / self.sample_rate)
         self._model = None
         self._batcher = None
 
@@ -223,4 +254,4 @@ class SileroVadProvider:
     def open(self):
         """A new stream: a few KB, no model load once the provider has warmed up."""
         self.load()
-        return VadStream(self._model, self._batcher)
+        return VadStream(self._model, self._batcher, self._gate.gate())
