@@ -8,12 +8,15 @@ detection on short utterances is unreliable). The model loads once per
 process and is shared by every session; `warm_up()` loads it at start.
 
 An utterance of up to 30 s is one Whisper window: it goes straight to
-CTranslate2 with 10 s (1000 frames) of padding after it, instead of
-faster-whisper's padding to the full 30 s. The encoder's cost grows with the frames it is
-given, so a 2 s question costs a fraction of a full window and reads the
-same (bench `voice` measures both). Much less silence than ~5 s makes
-Whisper repeat a short utterance until its token budget runs out. Longer
-audio goes through faster-whisper's own window-by-window transcribe.
+CTranslate2 with a little padding after it, instead of faster-whisper's
+padding to the full 30 s. The encoder's cost grows with the frames it is
+given, so a short question costs a fraction of a full window. Too little
+padding makes Whisper repeat a short utterance until its token budget runs
+out, so the window gets `short_pad_frames` (default 500 = 5 s, where no clip
+of bench `voice` looped and the transcripts matched the 10 s ones) and is
+decoded again with 10 s of padding when the text looks like a loop (see
+`looped`); `short_pad_frames: 0` always pads 10 s. Longer audio goes
+through faster-whisper's own window-by-window transcribe.
 
 The model decodes one utterance at a time (one CTranslate2 worker, all
 cores): sessions that finish speaking together queue on the event loop
@@ -30,6 +33,9 @@ SAMPLE_RATE = 16000
 WINDOW_S = 30        # what Whisper's encoder sees at most
 PAD_S = 10           # silence given after an utterance (see above)
 HOP = 160            # samples per feature frame
+PAD_FRAMES = PAD_S * SAMPLE_RATE // HOP
+SHORT_PAD_FRAMES = 500   # tried first (see above)
+LOOP_RUN = 3             # tokens: a run this long said twice is taken for a loop
 
 _models: dict = {}
 _models_lock = threading.Lock()
@@ -67,18 +73,43 @@ def token_budget(seconds):
     return int(seconds * 12) + 16
 
 
-def decode_window(model, audio, language, beam_size):
-    """Text of float32 16 kHz audio of at most 30 s, decoded as one padded window."""
-    import ctranslate2
+def _features(model, audio, pad):
+    """The utterance's log-mel frames (at most one window) with `pad` zero frames after
+    them, as faster-whisper pads a window, only shorter: an utterance of 20 s or more
+    gets exactly the window it got before."""
     import numpy as np
     features = model.feature_extractor(audio)
-    frames = features.shape[-1]
     window = model.feature_extractor.nb_max_frames
-    # Padded as faster-whisper pads a window (zeros after the features), only shorter:
-    # an utterance of 20 s or more gets exactly the window it got before.
-    pad = max(0, min(PAD_S * SAMPLE_RATE // HOP, window - frames))
-    features = np.pad(features[:, :window], ((0, 0), (0, pad)))
-    encoded = model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[np.newaxis])))
+    pad = max(0, min(pad, window - features.shape[-1]))
+    return np.ascontiguousarray(np.pad(features[:, :window], ((0, 0), (0, pad)))[np.newaxis])
+
+
+def looped(ids, budget):
+    """True when a decode looks like Whisper repeating itself: it used its whole
+    token budget, a token or two come three times in a row, or a run of three or
+    more tokens comes twice (a loop may stop halfway through its second round).
+    A child may say "no no no" too: the only cost of a false alarm is one more
+    decode with the long padding."""
+    if len(ids) >= budget:
+        return True
+    n = len(ids)
+    for size in (1, 2):
+        for start in range(n - 3 * size + 1):
+            if ids[start:start + size] == ids[start + size:start + 2 * size] == ids[start + 2 * size:start + 3 * size]:
+                return True
+    seen = set()
+    for start in range(n - LOOP_RUN + 1):
+        run = tuple(ids[start:start + LOOP_RUN])
+        if run in seen:
+            return True
+        seen.add(run)
+    return False
+
+
+def _decode(model, features, language, beam_size, budget):
+    """(token ids, language) of one padded window."""
+    import ctranslate2
+    encoded = model.model.encode(ctranslate2.StorageView.from_array(features))
     if language is None:
         if model.model.is_multilingual:
             language = model.model.detect_language(encoded)[0][0][0][2:-2]   # "<|zh|>" -> "zh"
@@ -88,8 +119,22 @@ def decode_window(model, audio, language, beam_size):
     prompt = list(tok.sot_sequence) + [tok.no_timestamps]
     result = model.model.generate(
         encoded, [prompt], beam_size=beam_size, suppress_blank=True, suppress_tokens=suppress,
-        max_length=len(prompt) + token_budget(len(audio) / SAMPLE_RATE))[0]
-    return tok.decode(result.sequences_ids[0]).strip()
+        max_length=len(prompt) + budget)[0]
+    return result.sequences_ids[0], language
+
+
+def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES):
+    """Text of float32 16 kHz audio of at most 30 s, decoded as one padded window:
+    first with `short_pad` frames of padding, again with PAD_S if that one looped."""
+    budget = token_budget(len(audio) / SAMPLE_RATE)
+    ids, lang = None, language
+    if short_pad and short_pad < PAD_FRAMES:
+        ids, lang = _decode(model, _features(model, audio, short_pad), language, beam_size, budget)
+        if looped(ids, budget):
+            ids = None
+    if ids is None:
+        ids, lang = _decode(model, _features(model, audio, PAD_FRAMES), language, beam_size, budget)
+    return _tokenizer(model, lang)[0].decode(ids).strip()
 
 
 @register("asr", "whisper")
@@ -101,6 +146,9 @@ class WhisperAsr:
         self.beam_size = int(config.get("beam_size", 1))
         self.language = config.get("language")
         self._model_dir = config.get("model_dir")
+        self.short_pad = int(config.get("short_pad_frames", SHORT_PAD_FRAMES))
+        if self.short_pad < 0:
+            raise ValueError("asr short_pad_frames must be 0 (always pad 10 s) or more, not %d" % self.short_pad)
 
     def model_dir(self):
         if not self._model_dir:
@@ -117,7 +165,7 @@ class WhisperAsr:
         model = self._model()
         audio = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768.0
         if len(audio) <= WINDOW_S * SAMPLE_RATE:
-            return decode_window(model, audio, language, self.beam_size)
+            return decode_window(model, audio, language, self.beam_size, self.short_pad)
         segments, _info = model.transcribe(
             audio, language=language, beam_size=self.beam_size,
             # One greedy pass without temperature retries, and a token budget

@@ -4,7 +4,7 @@ import asyncio
 import pytest
 
 from testkit import audio
-from xiaozhi_server.providers import create
+from xiaozhi_server.providers import asr_whisper, create
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,40 @@ async def test_a_one_second_question_is_heard_once(asr, piper):
     text = await asr.transcribe(pcm, language="en")
     # Too little silence after a short clip makes Whisper say it again and again.
     assert words(text) == ["hello", "there"], text
+
+
+QUESTIONS = (("Hello there.", "there"), ("The little cat is playing with a red ball.", "ball"),
+             ("Can you sing me a song?", "sing"), ("How far away is the moon?", "moon"))
+
+
+async def test_a_question_that_loops_on_little_padding_is_still_heard_once(piper):
+    # With 0.5 to 1 s of padding Whisper repeats most of these questions; the
+    # provider then decodes them again with 10 s of padding.
+    first_tries_looped = 0
+    for pad in (50, 100):
+        asr = create("asr", {"type": "whisper", "short_pad_frames": pad})
+        model = await asyncio.to_thread(asr._model)
+        for question, key in QUESTIONS:
+            pcm = audio.silence(400, 16000) + await english(piper, question) + audio.silence(400, 16000)
+            text = await asr.transcribe(pcm, language="en")
+            assert len(words(text)) == len(set(words(text))), (pad, question, text)
+            assert key in words(text), (pad, question, text)
+            samples = audio_array(pcm)
+            budget = asr_whisper.token_budget(len(samples) / 16000)
+            ids, _ = await asyncio.to_thread(asr_whisper._decode, model, asr_whisper._features(model, samples, pad),
+                                             "en", 1, budget)
+            first_tries_looped += asr_whisper.looped(ids, budget)
+    assert first_tries_looped, "no first try looped: this test no longer exercises the second decode"
+
+
+def audio_array(pcm):
+    import numpy as np
+    return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def test_a_negative_short_padding_is_refused():
+    with pytest.raises(ValueError, match="short_pad_frames"):
+        create("asr", {"type": "whisper", "short_pad_frames": -1})
 
 
 async def test_the_language_is_detected_on_a_short_clip(asr, piper):
