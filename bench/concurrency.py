@@ -291,5 +291,9 @@ async def run_compare(url, sessions=(1, 10, 50), seconds=30.0, pid=None, token=N
             figures.append(Figure("  CPU, server process", 100.0 * r["server_cpu"], "%",
                                   note="100 %% = one core; machine %.0f %% of %d cores; load process %.0f %%" % (
                                       100.0 * r["machine"], os.cpu_count() or 0, 100.0 * r["cpu"])))
+            audio_s = max(1e-9, r["sent"] * FRAME_S)
+            figures.append(Figure("  server CPU per session-second", 1000.0 * r["server_cpu"] * r["wall"] / audio_s,
+                                  "ms", note="the same figure as the concurrency section's; %.0f s of device audio"
+                                  % audio_s))
         await asyncio.sleep(2.0)   # the server closes the last run's sessions
     return figures
