@@ -193,5 +193,7 @@ class WhisperAsr:
             return await run_blocking(self._transcribe, pcm16k, language or self.language)
 
     async def warm_up(self):
-        """Load the model now rather than on the first utterance."""
-        await run_blocking(self._model)
+        """Load the model and decode one second of silence now: the first decode after
+        a load also sets up the engine's buffers and kernels (measured 0.1-1.3 s more
+        than the next one), which the first child to speak would otherwise wait for."""
+        await run_blocking(self._transcribe, bytes(2 * SAMPLE_RATE), self.language)
