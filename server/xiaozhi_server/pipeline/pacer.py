@@ -3,8 +3,8 @@
 The device's decode queue holds 40 frames and drops overflow, and it
 plays only what has arrived, so frames go out at the rate they play, at
 most `lead_frames` (default 3) ahead of the play head. Frame n of a reply
-plays at `start + n * frame`, where `start` is when frame 0 went out; it
-may leave no earlier than `lead_frames` frames before that. If the
+plays at `start + n * frame`, where `start` is when frame 0 went out
+(rounded up to the next tick, below); it may leave no earlier than `lead_frames` frames before that. If the
 producer falls behind (the device ran dry), the timeline is re-anchored
 at the late frame rather than letting the pacer burst to catch up.
 
@@ -35,7 +35,7 @@ import math
 import time
 from typing import Awaitable, Callable
 
-GRID = 0.020   # seconds; the frame (60 ms) must be a whole number of ticks
+GRID = 0.020   # seconds; a frame of a whole number of ticks (60 ms) is due exactly on one
 
 
 def _on_tick(t):
