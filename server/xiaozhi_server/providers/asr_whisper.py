@@ -35,7 +35,7 @@ PAD_S = 10           # silence given after an utterance (see above)
 HOP = 160            # samples per feature frame
 PAD_FRAMES = PAD_S * SAMPLE_RATE // HOP
 SHORT_PAD_FRAMES = 500   # tried first (see above)
-LOOP_RUN = 3             # tokens: a run this long said twice is taken for a loop
+LOOP_RUN = 3             # tokens: a text ending in a repeat this long looped
 
 _models: dict = {}
 _models_lock = threading.Lock()
@@ -86,23 +86,21 @@ def features(model, audio, pad):
 
 def looped(ids, budget):
     """True when a decode looks like Whisper repeating itself: it used its whole
-    token budget, a token or two come three times in a row, or a run of three or
-    more tokens comes twice (a loop may stop halfway through its second round).
-    A child may say "no no no" too: the only cost of a false alarm is one more
-    decode with the long padding."""
-    if len(ids) >= budget:
-        return True
+    token budget, or its text ends in a repeat, its last LOOP_RUN or more
+    tokens (and a third of the text at least) going over what came before
+    them again ("Hello there. Hello there.", or a second round cut off
+    before its end). A repeat inside the text is a child's ("no, no, I said
+    no"); a false alarm only costs one more decode with the long padding."""
     n = len(ids)
-    for size in (1, 2):
-        for start in range(n - 3 * size + 1):
-            if ids[start:start + size] == ids[start + size:start + 2 * size] == ids[start + 2 * size:start + 3 * size]:
-                return True
-    seen = set()
-    for start in range(n - LOOP_RUN + 1):
-        run = tuple(ids[start:start + LOOP_RUN])
-        if run in seen:
+    if n >= budget:
+        return True
+    for period in range(1, n - LOOP_RUN + 1):
+        same = 0
+        while same < n - period and ids[n - 1 - same] == ids[n - 1 - same - period]:
+            same += 1
+        # A third of the text at least: a long utterance may well end on words said before.
+        if same >= LOOP_RUN and same >= min(period, 2 * LOOP_RUN) and 3 * same >= n:
             return True
-        seen.add(run)
     return False
 
 
@@ -139,7 +137,9 @@ def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES)
     first with `short_pad` frames of padding, again with PAD_S if that one looped."""
     budget = token_budget(len(audio) / SAMPLE_RATE)
     ids, lang = None, language
-    if short_pad and short_pad < PAD_FRAMES:
+    frames = len(audio) // HOP
+    # Near a full window the long padding adds (almost) nothing: no second decode then.
+    if short_pad and frames + short_pad < min(frames + PAD_FRAMES, WINDOW_S * SAMPLE_RATE // HOP):
         ids, lang = _decode(model, features(model, audio, short_pad), language, beam_size, budget)
         if looped(ids, budget):
             ids = None

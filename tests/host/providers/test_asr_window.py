@@ -90,3 +90,18 @@ async def test_sessions_asking_at_once_each_get_their_own_words(asr, piper):
     clips = [await english(piper, s) for s in said]
     heard = await asyncio.gather(*(asr.transcribe(c, language="en") for c in clips))
     assert "cat" in words(heard[0]) and "rabbit" in words(heard[1]) and "elephant" in words(heard[2]), heard
+
+
+async def test_a_text_ending_in_its_own_repeat_is_taken_for_a_loop_and_a_childs_repeat_is_not(asr):
+    model = await asyncio.to_thread(asr._model)
+
+    def looped(text, language="en"):
+        tok = asr_whisper._tokenizer(model, language)[0]
+        return asr_whisper.looped(tok.encode(" " + text if language == "en" else text), budget=1000)
+
+    assert looped("Hello there. Hello there.") and looped("Stop. Stop. Stop. Stop.")
+    assert looped("睡覺前藥記得刷牙我睡覺前藥記得刷牙", "zh")        # second round cut off
+    assert not looped("No, no, I said no.") and not looped("I like it, I like it.")
+    assert not looped("大象的鼻子很长很长。", "zh")
+    # A longer question that ends on words said before is not a loop either.
+    assert not looped("What do dinosaurs eat? Can you sing me a song? Is it bedtime yet? What do dinosaurs eat?")
