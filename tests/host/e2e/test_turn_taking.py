@@ -11,6 +11,19 @@ from testkit.wire_device import WireDevice
 QUIET = {"opener_lines": {"zh": [], "en": []}}
 
 
+async def _say(server, pcm):
+    """A device in auto mode says `pcm` in real time and hears the reply out:
+    (the stt texts it got, the reply's texts, the server's session)."""
+    async with WireDevice(server.ws.url, mcp=False) as dev:
+        await dev.hello()
+        await dev.listen_start("auto")
+        await dev.say_pcm(pcm, pace=0.06)
+        await dev.wait_json("tts", state="stop", timeout=30)
+        await asyncio.sleep(0.5)   # a second answer, to half the words, would show by now
+        stts = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
+        return stts, dev.texts(), next(iter(server.services.sessions))
+
+
 async def test_a_pause_inside_a_sentence_joins_the_words(fake_llm, start_server):
     fake_llm.default_reply = "🙂 That sounds like a lovely day."
     server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
@@ -19,19 +32,11 @@ async def test_a_pause_inside_a_sentence_joins_the_words(fake_llm, start_server)
     # Piper pads its phrases with quiet: with these 150 ms the child is silent
     # for about 350 ms, well past the 160 ms speculative end of turn and short
     # of the 700 ms a statement ("... the park.") waits before it is heard.
-    pause = audio.silence(150)
-    async with WireDevice(server.ws.url, mcp=False) as dev:
-        await dev.hello()
-        await dev.listen_start("auto")
-        await dev.say_pcm(first + pause + second, pace=0.06)
-        await dev.wait_json("tts", state="stop", timeout=30)
-        await asyncio.sleep(0.5)
-        stts = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
-        assert len(stts) == 1, stts
-        assert "park" in stts[0].lower() and "sister" in stts[0].lower()
-        assert dev.texts() == ["That sounds like a lovely day."]
-        session = next(iter(server.services.sessions))
-        assert session.listener.resumed >= 1, "the pause never ended the turn speculatively"
+    stts, texts, session = await _say(server, first + audio.silence(150) + second)
+    assert len(stts) == 1, stts
+    assert "park" in stts[0].lower() and "sister" in stts[0].lower()
+    assert texts == ["That sounds like a lovely day."]
+    assert session.listener.resumed >= 1, "the pause never ended the turn speculatively"
     users = [r.messages[-1]["content"] for r in fake_llm.requests]
     heard = [u for u in users if "sister" in u.lower()]
     assert heard and "park" in heard[-1].lower(), users
@@ -65,21 +70,14 @@ async def test_a_real_end_of_turn_is_answered_while_the_silence_still_streams(fa
         assert len(fake_llm.requests) == 1
 
 
-async def test_a_pause_after_and_waits_longer_than_a_finished_sentence_would(fake_llm, start_server):
+async def test_a_pause_after_and_waits_longer_than_a_statement_would(fake_llm, start_server):
     fake_llm.default_reply = "🙂 What a big dog!"
     server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
     first = await audio.english_speech("I went to the park and")
     second = await audio.english_speech("we saw a very big dog.")
     # About 950 ms without a word (Piper's own quiet included): longer than the
     # 700 ms most words get, shorter than the 1200 ms after "and".
-    pause = audio.silence(750)
-    async with WireDevice(server.ws.url, mcp=False) as dev:
-        await dev.hello()
-        await dev.listen_start("auto")
-        await dev.say_pcm(first + pause + second, pace=0.06)
-        await dev.wait_json("tts", state="stop", timeout=30)
-        await asyncio.sleep(0.5)
-        stts = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
-        assert len(stts) == 1, stts
-        assert "park" in stts[0].lower() and "dog" in stts[0].lower(), stts
-        assert dev.texts() == ["What a big dog!"]
+    stts, texts, _session = await _say(server, first + audio.silence(750) + second)
+    assert len(stts) == 1, stts
+    assert "park" in stts[0].lower() and "dog" in stts[0].lower(), stts
+    assert texts == ["What a big dog!"]
