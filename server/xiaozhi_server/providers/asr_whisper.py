@@ -15,9 +15,10 @@ given, so a short question costs a fraction of a full window. Too little
 padding makes Whisper repeat a short utterance until its token budget runs
 out, so the window gets `short_pad_frames` (default 500 = 5 s: none of 66
 English and Chinese clips of 0.5-16 s looped, 61 read the same as with 10 s,
-3 closer to the script, 1 a character further) and is decoded again with 10 s of padding when the text looks like a loop (see
-`looped`); `short_pad_frames: 0` always pads 10 s. Longer audio goes
-through faster-whisper's own window-by-window transcribe.
+3 closer to the script, 1 a character further) and is decoded again with
+10 s of padding when the text looks like a loop (see `looped`);
+`short_pad_frames: 0` always pads 10 s. Longer audio goes through
+faster-whisper's own window-by-window transcribe.
 
 The model decodes one utterance at a time (one CTranslate2 worker, all
 cores): sessions that finish speaking together queue on the event loop
