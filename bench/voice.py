@@ -160,8 +160,9 @@ def _compare_figures(model, clips):
     for lang in ("en", "zh"):
         same = closer = further = even = 0
         worse = []
-        for audio, said in (c for l, *c in clips if l == lang):
-            old_text, new_text = (decode_window(model, audio, lang, 1, short_pad=pad) for pad in (0, aw.SHORT_PAD_FRAMES))
+        for audio, said in (rest for clip_lang, *rest in clips if clip_lang == lang):
+            old_text, new_text = (decode_window(model, audio, lang, 1, short_pad=pad)
+                                  for pad in (0, aw.SHORT_PAD_FRAMES))
             old, new = _units(lang, old_text), _units(lang, new_text)
             if old == new:
                 same += 1
