@@ -7,8 +7,9 @@ floor, sent through the device's Opus encoder and the server's decoder
 listener does. The listener's rules are then replayed window by window:
 
 - after `silence_ms` the turn ends speculatively: the words so far go to
-  ASR (the real Whisper here) and a reply is prepared; each such end
-  inside an utterance is work done for nothing;
+  ASR (the real Whisper here) and, unless they end on "and" or a comma, a
+  reply is prepared; each such end inside an utterance is work done for
+  nothing;
 - the reply is heard once the silence has lasted as long as the words ask
   (pipeline/turn_words.py), and never while a voice may be starting again;
   a reply heard before the last spoken sample is a false cut-off.
@@ -105,7 +106,8 @@ class Replay:
 
     def __init__(self, u, vad, threshold, silence_ms, commit, words):
         det = EndOfTurnDetector(vad.open(), threshold=threshold, silence_ms=silence_ms)
-        self.inside = 0           # speculative ends before the last word (work dropped)
+        self.inside = 0           # speculative ends before the last word (ASR dropped)
+        self.prepared = 0         # of those, with a reply prepared (an LLM request dropped)
         self.decided = None       # first speculative end after the last word (ms after it)
         self.heard_at = None      # stream position where the reply became audible
         joined, tentative = b"", None     # tentative: (at_ms, wait_ms)
@@ -116,11 +118,13 @@ class Replay:
                     tentative = None          # the child went on: the words are joined
                 elif ev.kind == "end":
                     joined += ev.audio
+                    text = words.of(joined)
                     if ev.at_ms < u.end_ms:
                         self.inside += 1
+                        self.prepared += commit.prepare_reply(text)
                     elif self.decided is None:
                         self.decided = ev.at_ms - u.end_ms
-                    tentative = (ev.at_ms, commit.for_text(words.of(joined)) - silence_ms)
+                    tentative = (ev.at_ms, commit.for_text(text) - silence_ms)
             if tentative and not any(ev.kind == "start" for ev in events):
                 at, wait = tentative
                 if det.position_ms - at >= wait and not det.onset:
@@ -168,6 +172,7 @@ def run_turns(count=24):
     spec = runs["words"]
     decided = [r.decided for r in spec if r.decided is not None]
     inside = sum(r.inside for r in spec)
+    prepared = sum(r.prepared for r in spec)
     figures = [
         Figure("end-of-turn delay p50, silence_ms=%d (speculative end: ASR runs, reply prepared)" % silence_ms,
                percentile(decided, 50), "ms", limit=300.0, better="le",
@@ -175,7 +180,9 @@ def run_turns(count=24):
                                                               max(pauses))),
         Figure("end-of-turn delay p95, silence_ms=%d" % silence_ms, percentile(decided, 95), "ms"),
         Figure("speculative ends inside an utterance", inside / len(utterances), "per utterance",
-               note="%d of %d pauses: ASR and a reply prepared, then dropped" % (inside, len(pauses))),
+               note="%d of %d pauses: ASR run, then dropped" % (inside, len(pauses))),
+        Figure("  replies prepared and dropped (LLM requests)", prepared / len(utterances), "per utterance",
+               note="none after words that go on (\"and\", a comma)"),
     ]
     figures += _rule_figures(words_label, runs["words"], utterances, 5.0)
     figures += _rule_figures(fixed_label, runs["fixed"], utterances, None)

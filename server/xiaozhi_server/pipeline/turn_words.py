@@ -86,6 +86,13 @@ class CommitSilence:
             return None if v is None else max(floor_ms, int(v))
         return cls(default, key("commit_question_ms"), key("commit_unfinished_ms"))
 
+    @staticmethod
+    def prepare_reply(text: str) -> bool:
+        """Whether a reply is worth preparing before the commit: words that go
+        on ("and", a comma) nearly always do, so a reply prepared for them
+        would be an LLM request thrown away."""
+        return judge(text) != UNFINISHED
+
     def for_text(self, text: str | None) -> int:
         verdict = judge(text) if text else OTHER
         if verdict == QUESTION:

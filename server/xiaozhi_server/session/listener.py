@@ -299,6 +299,8 @@ class Listener:
         asr_ms = (time.monotonic() - t0) * 1000
         text = text.strip()
         log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
+        if commit is not None and not commit.done() and not self.commit.prepare_reply(text):
+            await asyncio.shield(commit)   # "and...": no reply until the silence says it is over
         if commit is not None and commit.done() and not commit.result():
             return  # the child went on; the joined utterance comes next
         if text:

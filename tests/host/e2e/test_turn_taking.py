@@ -81,3 +81,6 @@ async def test_a_pause_after_and_waits_longer_than_a_statement_would(fake_llm, s
     assert len(stts) == 1, stts
     assert "park" in stts[0].lower() and "dog" in stts[0].lower(), stts
     assert texts == ["What a big dog!"]
+    # No reply was prepared for "... and": the model was asked once, for all the words.
+    users = [r.messages[-1]["content"].lower() for r in fake_llm.requests]
+    assert len(users) == 1 and "park" in users[0] and "dog" in users[0], users

@@ -54,3 +54,10 @@ def test_the_commit_silence_follows_the_words_and_never_undercuts_the_speculativ
     # Without the new keys every text waits commit_silence_ms, as before.
     plain = CommitSilence.from_config({"commit_silence_ms": 800}, floor_ms=160)
     assert {plain.for_text(t) for t in ("Why?", "and", "")} == {800}
+
+
+def test_no_reply_is_prepared_for_words_that_go_on():
+    assert CommitSilence.prepare_reply("Can you tell me a story?")
+    assert CommitSilence.prepare_reply("I went to the park.")
+    assert not CommitSilence.prepare_reply("I went to the park and...")
+    assert not CommitSilence.prepare_reply("我去了公园，然后")
