@@ -3,9 +3,11 @@
 Speech starts after `min_speech_ms` of windows scoring at least
 `threshold`; it ends after `silence_ms` of windows scoring below
 `off_threshold` (the lower second threshold keeps soft word endings
-inside the utterance). The default 300 ms silence keeps the turn snappy
-while the pauses between words and at commas (typically 100-250 ms) do
-not cut an utterance; raise it for slow speakers. `pre_roll_ms` of audio
+inside the utterance). This class's default 300 ms silence lets most
+pauses between words and at commas (typically 100-250 ms) pass; the
+listener uses a shorter one (`vad.silence_ms`, 160 ms) because its end of
+turn is only speculative and the words join again if the child goes on
+(session/listener.py). `pre_roll_ms` of audio
 before the detected start is kept, because the VAD fires a little after
 the first syllable begins. An utterance longer than `max_utterance_s` is
 ended anyway.

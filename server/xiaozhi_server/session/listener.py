@@ -14,7 +14,8 @@ Modes: auto and realtime end a turn on silence; manual ends it on
 Speculative end of turn (auto and realtime): after `silence_ms` (160 ms)
 of silence the utterance goes to ASR at once and is handed on with an
 uncommitted `commit` future, so the reply can be prepared while the child
-may still go on. Once the silence has lasted as long as the words ask
+may still go on (words that end on "and", "um" or a comma are handed on
+only once committed: they nearly always go on). Once the silence has lasted as long as the words ask
 (pipeline/turn_words.py: 500 ms after a question, 1200 ms after "and" or
 "um", 700 ms after anything else) the future
 becomes True and the reply may be heard. If the child speaks again before
