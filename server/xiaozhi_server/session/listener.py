@@ -153,6 +153,10 @@ class Listener:
         self._reset_detector = True
         self._manual = bytearray()
         self._manual_speech = False
+        # A turn the VAD already ended in that audio is the wake word too:
+        # its reply is dropped unheard and nothing of it joins the next words.
+        self._withdraw()
+        self._prefix = b""
 
     def push(self, packet: bytes | memoryview) -> None:
         """One upstream Opus packet (bytes or memoryview)."""
@@ -267,16 +271,25 @@ class Listener:
         if self._tentative is t:
             self._tentative = None
 
-    def _resume(self):
-        """Speech again before the commit: the last words continue."""
+    def _withdraw(self):
+        """The tentative utterance is not heard (its commit becomes False, so a
+        reply prepared for it is dropped unheard): it, or None."""
         t = self._tentative
         if t is None or t.commit.done():
-            return
+            return None
         if t.timer is not None:
             t.timer.cancel()
+            t.timer = None
         t.commit.set_result(False)
-        self._prefix = t.audio
         self._tentative = None
+        return t
+
+    def _resume(self):
+        """Speech again before the commit: the last words continue."""
+        t = self._withdraw()
+        if t is None:
+            return
+        self._prefix = t.audio
         self.resumed += 1
         log.info("the child went on after a pause: joining the utterances")
 

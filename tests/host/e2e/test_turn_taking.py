@@ -84,3 +84,26 @@ async def test_a_pause_after_and_waits_longer_than_a_statement_would(fake_llm, s
     # No reply was prepared for "... and": the model was asked once, for all the words.
     users = [r.messages[-1]["content"].lower() for r in fake_llm.requests]
     assert len(users) == 1 and "park" in users[0] and "dog" in users[0], users
+
+
+async def test_a_turn_ended_just_before_the_wake_word_is_not_answered(fake_llm, start_server):
+    """The audio a device sends before `listen detect` is the wake word itself:
+    if the VAD has already ended it as a turn, that turn is dropped unheard
+    and the child gets the wake word's greeting, not an answer to it."""
+    fake_llm.default_reply = "🙂 Hello to you too."
+    server = await start_server(server_config(fake_llm.base_url, apps=QUIET))
+    speech = await audio.english_speech("Hello there")
+    async with WireDevice(server.ws.url, mcp=False) as dev:
+        await dev.hello()
+        await dev.listen_start("auto")
+        listener = next(iter(server.services.sessions)).listener
+        saying = asyncio.create_task(dev.say_pcm(speech + audio.silence(300), pace=0.06))
+        while listener._tentative is None:     # the VAD has ended the turn, not yet committed
+            listener.progress.clear()
+            await asyncio.wait_for(listener.progress.wait(), 30)
+        await dev.detect("你好小智")
+        await saying
+        await dev.wait_json("tts", state="stop", timeout=30)
+        await asyncio.sleep(0.5)   # an answer to the dropped turn would show by now
+        assert not dev.find("stt"), dev.json
+        assert fake_llm.requests == []
