@@ -48,7 +48,7 @@ SLOW_PAUSE_MS = (500, 1100)
 LEAD_MS, TAIL_MS = 500, 1500
 NOISE_RMS = 40.0
 SEED = 20240601
-FIXED_COMMIT_MS = 700      # the stock server's one silence for every turn
+FIXED_COMMIT_MS = 700      # one silence for every turn, as the stock server shipped until mid-2025 (200 ms now)
 
 
 class PausedUtterance:
