@@ -4,9 +4,10 @@ The device's decode queue holds 40 frames and drops overflow, and it
 plays only what has arrived, so frames go out at the rate they play, at
 most `lead_frames` (default 3) ahead of the play head. Frame n of a reply
 plays at `start + n * frame`, where `start` is when frame 0 went out
-(rounded up to the next tick, below); it may leave no earlier than `lead_frames` frames before that. If the
-producer falls behind (the device ran dry), the timeline is re-anchored
-at the late frame rather than letting the pacer burst to catch up.
+(rounded up to the next tick, below); it may leave no earlier than
+`lead_frames` frames before that. If the producer falls behind (the
+device ran dry), the timeline is re-anchored at the late frame rather
+than letting the pacer burst to catch up.
 
 `drain()` waits until the last frame has had time to play, so `tts stop`
 is not sent while the end of the reply is still in the device's queue.
