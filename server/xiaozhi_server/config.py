@@ -177,11 +177,20 @@ class ConfigError(Exception):
     pass
 
 
+PROVIDER_SECTIONS = ("llm", "asr", "tts", "vad")
+
+
 def merge(base: dict, over: dict | None, where: str = "config") -> dict:
-    """Deep-merge `over` into a copy of `base`; unknown top-level sections are errors."""
+    """Deep-merge `over` into a copy of `base`; unknown top-level sections are errors.
+    A provider section naming another `type` replaces the default one whole (its
+    keys belong to another provider); one of the same type, or without a type,
+    is merged, so a file that sets `vad.silence_ms` still gets new VAD keys."""
     out = copy.deepcopy(base)
     for key, value in (over or {}).items():
-        if isinstance(out.get(key), dict) and isinstance(value, dict) and key not in ("llm", "asr", "tts", "vad"):
+        mergeable = isinstance(out.get(key), dict) and isinstance(value, dict)
+        if mergeable and key in PROVIDER_SECTIONS:
+            mergeable = value.get("type", out[key].get("type")) == out[key].get("type")
+        if mergeable:
             out[key] = merge(out[key], value, where + "." + key)
         else:
             out[key] = copy.deepcopy(value)
@@ -249,13 +258,19 @@ def check(cfg: dict) -> None:
 
 
 def write_defaults(path: str) -> None:
+    """A file that shows every default commented out: a setting left as it is
+    follows the defaults of the version that runs, so a later release's better
+    default (a new VAD rule, say) is not frozen at the one of the first start."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    shown = yaml.safe_dump(DEFAULTS, allow_unicode=True, sort_keys=False)
     with open(path, "w", encoding="utf-8") as f:
-        f.write("# xiaozhi-apps server configuration (written with the defaults on first start).\n"
-                "# Environment variables override it: %s,\n"
+        f.write("# xiaozhi-apps server configuration, written on first start.\n"
+                "# Every setting is shown commented out with its default: uncomment a section's\n"
+                "# line and the lines you change. What stays commented follows the running\n"
+                "# version's defaults. Environment variables override this file: %s,\n"
                 "# and OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL for the language model.\n"
                 % ", ".join(sorted(ENV_OVERRIDES)))
-        yaml.safe_dump(DEFAULTS, f, allow_unicode=True, sort_keys=False)
+        f.writelines("# " + line + "\n" if line else "#\n" for line in shown.splitlines())
 
 
 def cores() -> int:
