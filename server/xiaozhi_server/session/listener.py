@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_FRAMES = 200   # 12 s of audio; beyond that the device is flooding us
 MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
 SILENCE_MS = 160                 # default speculative end of turn (config vad.silence_ms)
+ONSET_PATIENCE_S = 1.0           # the clock's commit waits this long for a voice starting again
 
 
 class Utterance:
@@ -72,7 +73,7 @@ async def committed(utterance: Utterance | None) -> bool:
 class _Tentative:
     """An utterance whose end is decided but not yet committed."""
 
-    __slots__ = ("audio", "commit", "at_ms", "heard_ms", "timer", "wait_ms", "since")
+    __slots__ = ("audio", "commit", "at_ms", "heard_ms", "timer", "wait_ms", "since", "asr")
 
     def __init__(self, audio, commit, at_ms, wait_ms, since):
         self.audio = audio
@@ -82,6 +83,7 @@ class _Tentative:
         self.timer = None
         self.wait_ms = wait_ms  # more silence needed before the commit; None until ASR has the words
         self.since = since      # loop time of the speculative end
+        self.asr = None         # the task transcribing it
 
 
 class Listener:
@@ -242,7 +244,7 @@ class Listener:
         # them anyway, and they choose how long the silence must last.
         loop = asyncio.get_running_loop()
         t = self._tentative = _Tentative(audio, loop.create_future(), at_ms, None, loop.time())
-        self._finish_audio(audio, t.commit)
+        t.asr = self._finish_audio(audio, t.commit)
 
     def _words_heard(self, t, text):
         """ASR has the tentative words (or failed: ""): the silence they need."""
@@ -255,8 +257,13 @@ class Listener:
         self._commit_if_quiet(t)
 
     def _commit_on_clock(self, t):
-        # Audio still waiting for the VAD may hold the child's next words.
-        busy = not self.caught_up or (self.detector is not None and self.detector.onset)
+        # Audio still waiting for the VAD may hold the child's next words; so
+        # may a voice just starting, for a second at most (a device that
+        # stopped sending mid-onset leaves nothing to decide it).
+        loop = asyncio.get_running_loop()
+        starting = self.detector is not None and self.detector.onset and (
+            loop.time() < t.since + t.wait_ms / 1000.0 + ONSET_PATIENCE_S)
+        busy = not self.caught_up or starting
         if busy and self._tentative is t:
             t.timer = asyncio.get_running_loop().call_later(0.1, self._commit_on_clock, t)
             return
@@ -282,6 +289,10 @@ class Listener:
             t.timer = None
         t.commit.set_result(False)
         self._tentative = None
+        if t.wait_ms is None and t.asr is not None:
+            # Its words are not needed: a decode still waiting for the model
+            # would delay every other child's (one decode at a time).
+            t.asr.cancel()
         return t
 
     def _resume(self):
@@ -297,6 +308,7 @@ class Listener:
         t = asyncio.create_task(self._transcribe(audio, time.monotonic(), commit))
         self._asr_tasks.add(t)
         t.add_done_callback(self._asr_tasks.discard)
+        return t
 
     async def _transcribe(self, audio, ended_at, commit=None):
         t0 = time.monotonic()
