@@ -71,7 +71,11 @@ async def _device_turns(url, utt, turns, name, realtime, stagger_s=0.0, warm_up=
 async def run_latency(turns=50):
     utt = Utterance(say(QUESTION))
     with LlmProcess(ANSWER) as llm:
-        async with BenchServer(bench_config(llm.base_url), asr=ScriptedAsr(QUESTION),
+        cfg = bench_config(llm.base_url)
+        # Turns go out faster than real time: the per-connection audio rate
+        # limit (50 frames/s) would drop the silence that ends them.
+        cfg["limits"].update(ws_binary_per_s=2000, ws_binary_burst=2000)
+        async with BenchServer(cfg, asr=ScriptedAsr(QUESTION),
                                tts=ToneTts(ms=120)) as srv:
             # One turn first: the HTTP client and the codecs warm up outside the figures.
             await _device_turns(srv.url, utt, turns, "bench:latency", realtime=False, warm_up=1)

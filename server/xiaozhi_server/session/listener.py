@@ -228,8 +228,10 @@ class Listener:
             elif ev.kind == "end" and not manual:
                 self._speculate(self._prefix + ev.audio, ev.at_ms)
                 self._prefix = b""
+        # A start after the speculative end has withdrawn it already; a start
+        # before it in this batch is the same words' beginning.
         t = self._tentative
-        if t is not None and not any(ev.kind == "start" for ev in events):
+        if t is not None:
             t.heard_ms = detector.position_ms - t.at_ms
             self._commit_if_quiet(t)
 
