@@ -15,10 +15,10 @@ Speculative end of turn (auto and realtime): after `silence_ms` (160 ms)
 of silence the utterance goes to ASR at once and is handed on with an
 uncommitted `commit` future, so the reply can be prepared while the child
 may still go on (words that end on "and", "um" or a comma are handed on
-only once committed: they nearly always go on). Once the silence has lasted as long as the words ask
-(pipeline/turn_words.py: 500 ms after a question, 1200 ms after "and" or
-"um", 700 ms after anything else) the future
-becomes True and the reply may be heard. If the child speaks again before
+only once committed: they nearly always go on). Once the silence has
+lasted as long as the words ask (pipeline/turn_words.py: 500 ms after a
+question, 1200 ms after "and" or "um", 700 ms after anything else) the
+future becomes True and the reply may be heard. If the child speaks again before
 that, it becomes False, the reply prepared so far is dropped unheard, and
 the new words are joined to the old ones into one utterance. So a pause
 for breath does not cut the child off, and a real end of turn costs no
