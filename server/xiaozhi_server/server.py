@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 # ours (their lines start with "[device]"), so one device cannot drown the rest.
 # The HTTP endpoints anyone may call are summarised per template, not per
 # device: a caller can send a new Device-Id with every request.
-DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.session.listener",
+DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.pipeline.listener",
                   "xiaozhi_server.runtime.runtime", "xiaozhi_server.mcp.device_client")
 LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access", "websockets.server",
                    "xiaozhi_server.transport.websockets", "xiaozhi_server.transport.http_server")

@@ -24,7 +24,7 @@ from .runtime.tools import runtime_tools
 if TYPE_CHECKING:
     from .mcp.tools import Tool
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
-    from .session.listener import Utterance
+    from .pipeline.listener import Utterance
     from .session.session import Session
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ import os
 import threading
 
 from .registry import register
-from .serial import LoopSerial
-from .workers import run_blocking
+from ..serial import LoopSerial
+from ..pools import run_blocking
 
 SAMPLE_RATE = 16000
 WINDOW_S = 30        # what Whisper's encoder sees at most

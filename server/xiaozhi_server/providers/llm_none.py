@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from .lang import language_of
+from ..text.lang import language_of
 from .llm_events import Done, TextDelta
 from .registry import create, register
 

@@ -243,7 +243,7 @@ class SileroVadProvider:
         return self._model
 
     async def warm_up(self):
-        from .workers import run_blocking
+        from ..pools import run_blocking
         await run_blocking(self.load)
 
     @property

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .. import protocol as proto
 
 if TYPE_CHECKING:
-    from ..session.listener import Utterance
+    from ..pipeline.listener import Utterance
     from .runtime import AppRuntime
 
 log = logging.getLogger(__name__)

@@ -40,10 +40,10 @@ from .proactive import Proactive
 from .prompts import system_prompt
 from .lessons import lesson_names
 from .registry import skill_args
-from ..session.listener import committed
+from ..pipeline.listener import committed
 
 if TYPE_CHECKING:
-    from ..session.listener import Utterance
+    from ..pipeline.listener import Utterance
     from ..session.session import Session
     from .registry import Registry, Task
 

@@ -30,14 +30,14 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.emotion import EMOTION_EMOJI
 from ..pipeline.speaker import Speaker
-from ..providers.lang import has_han
-from .dialogue import Dialogue
-from .listener import Listener, committed
+from ..text.lang import has_han
+from ..pipeline.dialogue import Dialogue
+from ..pipeline.listener import Listener, committed
 
 if TYPE_CHECKING:
     from ..runtime.runtime import AppRuntime
     from ..services import Services
-    from .listener import Utterance
+    from ..pipeline.listener import Utterance
 
 
 class DeviceSocket(Protocol):

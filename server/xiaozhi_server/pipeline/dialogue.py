@@ -19,9 +19,9 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
-from ..pipeline.emotion import split_emotion
-from ..providers.lang import language_of
-from ..pipeline.segmenter import SentenceSegmenter
+from .emotion import split_emotion
+from ..text.lang import language_of
+from .segmenter import SentenceSegmenter
 
 if TYPE_CHECKING:
     from ..mcp.tools import Policy, ToolTable

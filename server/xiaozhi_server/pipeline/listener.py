@@ -35,10 +35,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from ..pipeline.opus import OpusDecoder
-from ..pipeline.turn import EndOfTurnDetector
-from ..pipeline.turn_words import CommitSilence
-from ..providers.workers import run_blocking
+from .opus import OpusDecoder
+from .turn import EndOfTurnDetector
+from .turn_words import CommitSilence
+from ..pools import run_blocking
 
 if TYPE_CHECKING:
     from ..providers.base import AsrProvider, VadProvider
