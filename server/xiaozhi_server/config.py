@@ -113,7 +113,7 @@ DEFAULTS = {
         "auto_listen_grace_s": 1.5,
         # Words that leave translation for chat (seed §10.1 names the last two
         # Chinese ones); matched inside a short utterance, ignoring case,
-        # spaces, punctuation and 儿 (runtime/modes.py, plain).
+        # spaces, punctuation and 儿 (text/phrases.py).
         "exit_translation_phrases": ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧", "聊会天吧",
                                      "exit translation", "stop translating", "stop translation", "back to chat"],
     },

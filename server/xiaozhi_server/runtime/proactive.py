@@ -22,8 +22,10 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from .modes import chat_reply
+
 if TYPE_CHECKING:
-    from ..session.session import Session
+    from .port import SessionPort
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +34,10 @@ LLM_OPENER_CUE = ("(The child has just come to talk with you. Greet them warmly 
 
 
 class Proactive:
-    def __init__(self, session: Session, cfg: dict) -> None:
+    def __init__(self, session: SessionPort, cfg: dict, llm_configured: bool = True) -> None:
         self.session = session
         self.cfg = cfg
+        self.llm_configured = llm_configured
         self._timer = None
         self.invites = 0
         self.spoken: list[str] = []      # what it said, for logs and tests
@@ -52,8 +55,8 @@ class Proactive:
         if self.session.last_user_speech > entered_at or self.session.closed:
             return  # the child is already talking: answering beats greeting
         started = time.monotonic()
-        if self.cfg.get("opener") == "llm" and self.session.services.llm_configured:
-            t = self.session.start_reply(self.session.chat_reply, LLM_OPENER_CUE)
+        if self.cfg.get("opener") == "llm" and self.llm_configured:
+            t = self.session.start_reply(chat_reply, self.session, LLM_OPENER_CUE)
             await asyncio.wait({t})
             heard = t.done() and not t.cancelled()
         else:

@@ -13,7 +13,6 @@ import os
 
 from .. import protocol as proto
 from . import seed_registry
-from .modes import HANDLERS
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "apps.json")
 
@@ -106,6 +105,7 @@ class Registry:
         err = proto.validate("registry.apps", data, "apps.json")
         if err:
             raise RegistryError("%s: %s" % (where, err))
+        self.where = where
         self.default_app = data["default_app"]
         self.apps: dict[str, App] = {}
         for i, a in enumerate(data["apps"]):
@@ -118,9 +118,6 @@ class Registry:
                 raise RegistryError("%s: apps[%d].default_task %r is not one of its tasks"
                                     % (where, i, app.default_task))
             for j, t in enumerate(a["tasks"]):
-                if t["interaction_mode"] not in HANDLERS:
-                    raise RegistryError("%s: apps[%d].tasks[%d].interaction_mode %r has no handler (modes.py has: %s)"
-                                        % (where, i, j, t["interaction_mode"], ", ".join(sorted(HANDLERS))))
                 bad = proto.unsupported_keywords(t.get("params_schema") or {})
                 if bad:
                     raise RegistryError("%s: apps[%d].tasks[%d].params_schema uses %s, which is not checked"

@@ -35,17 +35,17 @@ from typing import TYPE_CHECKING
 
 from .. import protocol as proto
 from ..protocol import priority
+from ..pipeline.listener import committed
+from .lessons import lesson_names
 from .modes import HANDLERS
 from .proactive import Proactive
 from .prompts import system_prompt
-from .lessons import lesson_names
-from .registry import skill_args
-from ..pipeline.listener import committed
+from .registry import Registry, RegistryError, skill_args
 
 if TYPE_CHECKING:
     from ..pipeline.listener import Utterance
-    from ..session.session import Session
-    from .registry import Registry, Task
+    from .port import SessionPort
+    from .registry import Task
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,18 @@ def _leading_device_skills(task):
     return n
 
 
+def load_registry(path: str | None = None) -> Registry:
+    """The app registry, checked as the runtime needs it: every task's mode
+    has a handler (modes.py)."""
+    registry = Registry.load(path)
+    for app in registry.apps.values():
+        for task in app.tasks.values():
+            if task.mode not in HANDLERS:
+                raise RegistryError("%s: %s's interaction_mode %r has no handler (modes.py has: %s)"
+                                    % (registry.where, task.key, task.mode, ", ".join(sorted(HANDLERS))))
+    return registry
+
+
 class TaskError(Exception):
     """A request that cannot be run at all (unknown app, bad params); .code is JSON-RPC's."""
 
@@ -72,10 +84,11 @@ class TaskError(Exception):
 
 
 class AppRuntime:
-    def __init__(self, session: Session, registry: Registry, config: dict) -> None:
+    def __init__(self, session: SessionPort, registry: Registry, config: dict, llm_configured: bool = True) -> None:
         self.session = session
         self.registry = registry
         self.cfg = config["apps"]
+        self.session_cfg = config["session"]
         self.prompts = config["prompts"]
         self.task: Task | None = None
         self.params: dict = {}
@@ -84,7 +97,7 @@ class AppRuntime:
         self.explicit = False          # has anything asked for a task yet?
         # (time, app.task, source, verdict) for logs and tests
         self.history: list[tuple[float, str, str, str]] = []
-        self.proactive = Proactive(session, self.cfg)
+        self.proactive = Proactive(session, self.cfg, llm_configured)
         self._skills_task: asyncio.Task | None = None
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
@@ -205,6 +218,24 @@ class AppRuntime:
                     k, params[k], ", ".join(files[:20]) or "nothing")
         return None
 
+    async def open_default(self) -> None:
+        """The session's start: chat speaks first, unless the device asks for a
+        task of its own at once (an alarm's lesson must not be preceded by a
+        chat opener) or the child is already talking."""
+        grace = float(self.cfg.get("opener_grace_s", 1.5))
+        s = self.session
+        if s.hello and (s.hello.get("features") or {}).get("mcp"):
+            try:
+                await asyncio.wait_for(s.mcp.ready.wait(), grace)
+            except asyncio.TimeoutError:
+                pass
+            await asyncio.sleep(0.05)  # a request sent right after the tool list
+        else:
+            await asyncio.sleep(min(grace, 0.3))
+        if self.explicit or s.closed or s.last_user_speech:
+            return
+        await self.start_default(proto.SOURCE_DEFAULT_CHAT)
+
     async def start_default(self, source: str = proto.SOURCE_DEFAULT_CHAT) -> dict:
         t = self.registry.default()
         return await self.start_app_task(t.app_id, t.id, {}, source)
@@ -322,7 +353,7 @@ class AppRuntime:
                 log.info("[%s] wake word during %s: %s", self.session.device_id, self.active, result["reason"])
             return
         self.proactive.user_spoke()
-        await self.session.on_wake_word(text)
+        await self.session.greet(text)
 
     async def on_listen_start(self) -> None:
         await HANDLERS[self.mode].listen_start(self)

@@ -22,7 +22,7 @@ from .lessons import lesson_names, match_lesson
 from .runtime import LIST_TOOL, TaskError
 
 if TYPE_CHECKING:
-    from ..session.session import Session
+    from .port import SessionPort
     from .registry import Registry, Task
     from .runtime import AppRuntime
 
@@ -70,7 +70,7 @@ def switch_app_description(registry: Registry, apps: list[str], player: Task | N
             "or to go back to chatting." % (about, hint))
 
 
-def runtime_tools(session: Session, runtime: AppRuntime) -> list[Tool]:
+def runtime_tools(session: SessionPort, runtime: AppRuntime) -> list[Tool]:
     registry = runtime.registry
     apps = sorted(a for a, app in registry.apps.items()
                   if any(not t.reserved for t in app.tasks.values()))

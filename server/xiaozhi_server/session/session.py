@@ -28,16 +28,18 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Corou
 from .. import protocol as proto
 from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
-from ..pipeline.emotion import EMOTION_EMOJI
-from ..pipeline.speaker import Speaker
-from ..text.lang import has_han
 from ..pipeline.dialogue import Dialogue
+from ..pipeline.emotion import EMOTION_EMOJI
 from ..pipeline.listener import Listener, committed
+from ..pipeline.speaker import Speaker
+from ..runtime.runtime import AppRuntime, TaskError
+from ..runtime.tools import runtime_tools
+from ..text.lang import has_han
+from ..text.phrases import plain
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import AppRuntime
-    from ..services import Services
     from ..pipeline.listener import Utterance
+    from ..services import Services
 
 
 class DeviceSocket(Protocol):
@@ -98,7 +100,7 @@ class Session:
         self.last_activity = time.monotonic()
         self.last_user_speech = 0.0     # when the user last spoke (VAD start or words)
         self.last_tts_stop = 0.0        # when we last sent tts stop
-        self.runtime: AppRuntime | None = None             # the App Runtime, set by the services
+        self.runtime: AppRuntime | None = None             # the App Runtime, from the hello on
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
                              vision=services.config.get("vision"))
@@ -223,8 +225,29 @@ class Session:
                                              % self.upstream["format"], "confused", session_id=self.id))
         if (msg.get("features") or {}).get("mcp"):
             self.spawn(self._start_device_mcp())
+        self._start_runtime()
         await self.services.on_session_ready(self)
         return True
+
+    def _start_runtime(self) -> None:
+        """The session's App Runtime: the default app at once, its own tools,
+        the device's app/start_task, and the opener once the device is ready."""
+        runtime = self.runtime = AppRuntime(self, self.services.registry, self.services.config,
+                                            llm_configured=self.services.llm_configured)
+        runtime.adopt_default()
+        for tool in runtime_tools(self, runtime):
+            self.tools.add(tool)
+
+        async def app_start_task(params):
+            try:
+                return await runtime.start_app_task(params["app_id"], params["task_id"],
+                                                    params.get("params"), params["source"])
+            except TaskError as e:
+                err = proto.ProtoError(str(e))
+                err.code = e.code
+                raise err
+        self.rpc_handlers[proto.METHOD_APP_START_TASK] = app_start_task
+        self.spawn(runtime.open_default())
 
     async def _start_device_mcp(self):
         try:
@@ -250,6 +273,8 @@ class Session:
                 pass
         if self.listener is not None:
             await self.listener.close()
+        if self.runtime is not None:
+            self.runtime.close()
         await self.services.on_session_closed(self)
         log.info("[%s] session %s closed", self.device_id, self.id)
 
@@ -298,7 +323,8 @@ class Session:
                 self._ptt_free.set()
             # Off the receive loop (here and below): the runtime may wait for
             # the device's answers, which this loop has to read.
-            self.spawn(self.services.on_listen_start(self))
+            if self.runtime is not None:
+                self.spawn(self.runtime.on_listen_start())
         elif state == proto.LISTEN_STOP:
             await self.listener.stop()
             self._ptt_free.set()
@@ -310,7 +336,8 @@ class Session:
                 if self._after_wake is not None:
                     self._after_wake.cancel()
                 self._after_wake = self.spawn(self._quiet_after_wake(woke))
-                self.spawn(self.services.on_wake(self, text))
+                if self.runtime is not None:
+                    self.spawn(self.runtime.on_wake(text))
             else:
                 await self._on_user_text(text)
 
@@ -359,12 +386,8 @@ class Session:
     # ---- turns ----
 
     def _is_wake_word(self, text):
-        t = text.lower().strip(" ,.!?，。！？")
-        return t in [w.lower() for w in self.cfg.get("wake_words", ())]
-
-    def is_exit_phrase(self, text: str) -> bool:
-        t = text.lower()
-        return any(p.lower() in t for p in self.cfg.get("exit_phrases", ())) and len(t) <= 20
+        t = plain(text)
+        return bool(t) and t in [plain(w) for w in self.cfg.get("wake_words", ())]
 
     async def abort(self, reason: str) -> None:
         """Stop speaking now; nothing of what was in flight may follow."""
@@ -395,9 +418,12 @@ class Session:
             raise
         return t.done() and not t.cancelled() and t.exception() is None
 
-    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any) -> asyncio.Task:
-        """Run one reply (cancelling any current one) in the current epoch."""
+    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any,
+                    answers: Utterance | None = None) -> asyncio.Task:
+        """Run one reply (cancelling any current one) in the current epoch.
+        answers: the utterance it answers; dropped unheard if the child goes on."""
         self._cancel_reply()
+        self.reply_utterance = answers
         epoch = self.epoch
 
         async def guarded():
@@ -413,7 +439,18 @@ class Session:
         self.reply_task = asyncio.create_task(guarded())
         return self.reply_task
 
-    async def on_wake_word(self, text: str) -> None:
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool:
+        """Speak a reply's sentences as they come (False if cut off)."""
+        return await self.speaker.speak(sentences, gate=gate)
+
+    def first_audio_at(self) -> float | None:
+        """When the last reply's first frame left (monotonic), None before it."""
+        return self.speaker.first_frame_at
+
+    async def show_emotion(self, emotion: str) -> None:
+        await self.send_json(proto.llm(emotion, session_id=self.id, text=EMOTION_EMOJI.get(emotion, "🙂")))
+
+    async def greet(self, text: str) -> None:
         """A wake word: a short greeting, but only if the child says nothing
         more. Stock firmware (and py-xiaozhi, and ours) mute the mic while the
         server speaks, so a greeting at once would swallow the words that
@@ -498,7 +535,8 @@ class Session:
             # A speculative end of turn: if the child goes on, the reply
             # prepared for these words is dropped before anything is heard.
             utterance.commit.add_done_callback(lambda f, u=utterance: self._on_commit(u, f))
-        self.spawn(self.services.route_user_text(self, text, utterance))
+        if self.runtime is not None:
+            self.spawn(self.runtime.route(text, utterance))
 
     async def _send_stt(self, text, utterance):
         if await committed(utterance):
@@ -511,7 +549,7 @@ class Session:
             self.reply_task.cancel()
             self.speaker.cancel()
 
-    def say_farewell(self, text: str) -> None:
+    def farewell(self, text: str) -> None:
         """The user said goodbye: answer, then end the session."""
         self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
 
@@ -520,25 +558,6 @@ class Session:
         t = self.reply_task
         if t is not None and not t.done() and not self.in_reply():
             await asyncio.wait({t})
-
-    async def chat_reply(self, text: str, utterance: Utterance | None = None) -> None:
-        """The CHAT path: the LLM's answer, spoken as it streams."""
-        epoch = self.epoch
-        self.reply_utterance = utterance
-        marks = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
-        gate = utterance.commit if utterance is not None else None
-
-        async def on_emotion(emotion):
-            if self.epoch == epoch and await committed(utterance):
-                marks["first_text"] = time.monotonic()
-                await self.send_json(proto.llm(emotion, session_id=self.id, text=EMOTION_EMOJI.get(emotion, "🙂")))
-
-        sentences = self.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
-        ok = await self.speaker.speak(sentences, gate=gate)
-        marks["first_audio"] = self.speaker.first_frame_at
-        marks["done"] = time.monotonic()
-        marks["completed"] = ok
-        self.turn_log.append(marks)
 
     async def _farewell(self, line):
         await self.speaker.say(line)
