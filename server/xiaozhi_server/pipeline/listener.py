@@ -117,6 +117,9 @@ class Listener:
         self._generation = 0            # bumped by drop_pending: older batches say nothing
         self._reset_detector = False
         self._judging = False
+        # One judgement of the stream at a time: listen stop drains the queue
+        # while the listening task may have a batch in the VAD thread.
+        self._batch_lock = asyncio.Lock()
 
     def start(self, mode: str = "auto") -> None:
         self.mode = mode or "auto"
@@ -129,16 +132,18 @@ class Listener:
     async def stop(self) -> None:
         """listen stop: in manual mode the turn ends now with what was said."""
         self.active = False
-        await self._drain_queue()
-        if self._tentative is not None:
-            self._commit(self._tentative)   # the device says the child has finished
-        if self.mode == "manual":
-            if self.detector is not None:
-                self.detector.reset()
-            if self._manual_speech:
-                self._finish_audio(bytes(self._manual))
-            self._manual = bytearray()
-            self._manual_speech = False
+        async with self._batch_lock:    # after the batch the VAD is judging now, if any
+            while self._frames:
+                await self._judge_batch()
+            if self._tentative is not None:
+                self._commit(self._tentative)   # the device says the child has finished
+            if self.mode == "manual":
+                if self.detector is not None:
+                    self.detector.reset()
+                if self._manual_speech:
+                    self._finish_audio(bytes(self._manual))
+                self._manual = bytearray()
+                self._manual_speech = False
 
     @property
     def caught_up(self) -> bool:
@@ -178,10 +183,6 @@ class Listener:
                                               silence_ms=self.silence_ms)
         return self.detector
 
-    async def _drain_queue(self):
-        while self._frames:
-            await self._process_batch()
-
     def _decode(self, packets, detector, keep_manual):
         """Blocking (in the VAD thread, just before it judges the windows with
         every other session's): decode a batch and cut it into VAD windows, so
@@ -198,6 +199,10 @@ class Listener:
         return windows, (raw, len(pcm) // 32)
 
     async def _process_batch(self):
+        async with self._batch_lock:
+            await self._judge_batch()
+
+    async def _judge_batch(self):
         packets = []
         while self._frames:
             packets.append(self._frames.popleft())
