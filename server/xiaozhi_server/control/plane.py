@@ -45,7 +45,7 @@ MAX_WAITERS = 1000
 RESEND_AFTER_S = 2.0
 # ...and starts at most one re-send round per device in this long.
 RESEND_INTERVAL_S = 30.0
-# Live schedules per device: the board keeps at most 8 alarms (firmware/app/alarms.py MAX_ALARMS).
+# Live schedules per device: the board keeps at most 8 alarms (firmware/app/entry/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
 
 

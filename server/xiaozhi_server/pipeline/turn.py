@@ -144,9 +144,3 @@ class EndOfTurnDetector:
         self.speaking = False
         self._run = self._quiet = self._windows = 0
         return TurnEvent("end", self._at_ms(), audio, forced)
-
-    def end_now(self) -> TurnEvent | None:
-        """End the turn at once (push-to-talk release): the utterance so far, or None."""
-        if not self.speaking:
-            return None
-        return self._finish(True)
