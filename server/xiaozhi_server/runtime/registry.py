@@ -125,6 +125,13 @@ class Registry:
             self.apps[app.id] = app
         if self.default_app not in self.apps:
             raise RegistryError("%s: default_app %r is not one of the apps" % (where, self.default_app))
+        # The board falls back to chat.conversation on its own (after a lesson,
+        # at boot): a registry whose default is another task would disagree with it.
+        default = self.default()
+        if (default.app_id, default.id) != (proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID):
+            raise RegistryError("%s: default_app %r (its default_task %r) must be %s.%s, the task the board "
+                                "goes back to" % (where, self.default_app, default.id,
+                                                  proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID))
 
     @classmethod
     def load(cls, path: str | None = None) -> Registry:

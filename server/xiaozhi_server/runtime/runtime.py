@@ -127,9 +127,10 @@ class AppRuntime:
     # ---- the one entry ----
 
     async def start_app_task(self, app_id: str, task_id: str | None = None, params: dict | None = None,
-                             source: str = proto.SOURCE_VOICE) -> dict:
+                             source: str = proto.SOURCE_VOICE, listed: list[str] | None = None) -> dict:
         """Result dict (app_start_task_result); raises TaskError for a request
-        that can never run. A refusal by priority is a result, not an error."""
+        that can never run. A refusal by priority is a result, not an error.
+        listed: the device's file list when the caller has just read it."""
         if source not in proto.SOURCE_PRIORITY:
             raise TaskError(proto.RPC_INVALID_PARAMS, "unknown source %r (sources: %s)"
                             % (source, ", ".join(proto.SOURCES)))
@@ -152,7 +153,7 @@ class AppRuntime:
             return self._not_accepted(proto.TASK_BUSY, why)
         if _leading_device_skills(task):
             await self._device_tools_listed()
-        missing = await self._missing_file(task, params)
+        missing = await self._missing_file(task, params, listed)
         if missing:
             # Refused before anything stops: whatever ran goes on.
             self.explicit = was_explicit
@@ -199,7 +200,7 @@ class AppRuntime:
                 return "%s: %s" % (skill["name"], text)
         return None
 
-    async def _missing_file(self, task, params):
+    async def _missing_file(self, task, params, listed=None):
         """A param the task's schema marks `format: sd_name` must name a file
         the device lists (LIST_TOOL); the refusal, or None. Without the tool
         or a readable list nothing is refused here: the skill itself tells."""
@@ -208,10 +209,12 @@ class AppRuntime:
                  and isinstance(params.get(k), str)]
         if not names or not self.session.mcp.has(LIST_TOOL):
             return None
-        text, is_error = await self.session.mcp.call(LIST_TOOL, {}, timeout=3)
-        if is_error:
-            return None
-        files = lesson_names(text)
+        files = listed
+        if files is None:
+            text, is_error = await self.session.mcp.call(LIST_TOOL, {}, timeout=3)
+            if is_error:
+                return None
+            files = lesson_names(text)
         for k in names:
             if params[k] not in files:
                 return "%s %r is not on the device's SD card (it has: %s)" % (
@@ -255,11 +258,17 @@ class AppRuntime:
             return True
         text, is_error = await self.session.mcp.call(skill["name"], {}, timeout=3)
         if is_error:
-            return True  # cannot tell: keep protecting the running task
-        try:
-            state = json.loads(text).get("state")
-        except (ValueError, AttributeError):
-            return True
+            # The device cannot say that anything plays: a task that may have
+            # ended must not hold its priority (and the child's wake word) for
+            # ever. The board arbitrates its own player with the same table.
+            log.info("[%s] %s: %s failed (%s): taken as finished", self.session.device_id, self.task.key,
+                     skill["name"], text[:200])
+            state = "idle"
+        else:
+            try:
+                state = json.loads(text).get("state")
+            except (ValueError, AttributeError):
+                return True
         if state == "idle":
             log.info("[%s] %s has finished", self.session.device_id, self.task.key)
             if self.task.on_finish == "default":

@@ -111,7 +111,8 @@ def runtime_tools(session: SessionPort, runtime: AppRuntime) -> list[Tool]:
                                end_turn=True, say=L["missing"] % name)
         params = {"name": found, "repeat": repeat, "power_off_after": power_off}
         try:
-            result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE)
+            result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE,
+                                                  listed=files)
         except TaskError as e:
             return ToolOutcome("error: %s" % e, is_error=True)
         if not result["accepted"]:
