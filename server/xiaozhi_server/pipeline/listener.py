@@ -41,7 +41,8 @@ from .turn_words import CommitSilence
 from ..pools import run_blocking
 
 if TYPE_CHECKING:
-    from ..providers.base import AsrProvider, VadProvider
+    from ..providers.base import VadProvider
+    from .asr import Transcriber
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +88,9 @@ class _Tentative:
 
 
 class Listener:
-    def __init__(self, vad_provider: VadProvider, asr: AsrProvider, on_speech_start: Callable[[], Awaitable[None]],
-                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: dict | None = None,
-                 language: str | None = None) -> None:
+    def __init__(self, vad_provider: VadProvider, asr: Transcriber, on_speech_start: Callable[[], Awaitable[None]],
+                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: dict | None = None) -> None:
         self.asr = asr
-        self.language = language
         self._on_start = on_speech_start
         self._on_utterance = on_utterance
         self._vad_provider = vad_provider
@@ -319,18 +318,13 @@ class Listener:
 
     async def _transcribe(self, audio, ended_at, commit=None):
         t0 = time.monotonic()
-        try:
-            text = await self.asr.transcribe(audio, language=self.language)
-        except Exception:
-            log.exception("ASR failed")
-            text = None
+        text = await self.asr.words(audio)
         t = self._tentative
         if t is not None and t.commit is commit:
             self._words_heard(t, text or "")
         if text is None:
             return
         asr_ms = (time.monotonic() - t0) * 1000
-        text = text.strip()
         log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
         if commit is not None and not commit.done() and not self.commit.prepare_reply(text):
             await asyncio.shield(commit)   # "and...": no reply until the silence says it is over

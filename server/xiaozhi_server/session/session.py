@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Corou
 from .. import protocol as proto
 from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
-from ..pipeline.dialogue import Dialogue
+from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
 from ..pipeline.listener import Listener, committed
-from ..pipeline.speaker import Speaker
 from ..runtime.runtime import AppRuntime, TaskError
 from ..runtime.tools import runtime_tools
 from ..text.lang import has_han
@@ -104,10 +103,9 @@ class Session:
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
                              vision=services.config.get("vision"))
-        self.speaker = Speaker(services.tts, self.send_json, self._send_audio, self.id)
-        self.dialogue = Dialogue(services.llm, self.tools, services.config["prompts"]["agent"],
-                                 history_turns=self.cfg.get("history_turns", 10),
-                                 max_rounds=self.cfg.get("max_tool_rounds", 4), language=self.language)
+        self.chain = Chain(services)          # the voice pipeline's stages (pipeline/chain.py)
+        self.speaker = self.chain.speaker(self.send_json, self._send_audio, self.id)
+        self.dialogue = self.chain.dialogue(self.tools, self.language)
         self.listener: Listener | None = None
         # method -> async fn(params) -> result (device requests)
         self.rpc_handlers: dict[str, Callable[[dict], Awaitable[Any]]] = {}
@@ -213,9 +211,7 @@ class Session:
         # Opus of any rate, channel count or frame length decodes into the
         # listener's 16 kHz; what we send down is announced as it really is.
         self.upstream = dict(proto.HELLO_DEFAULTS["audio_params"], **(msg.get("audio_params") or {}))
-        s = self.services
-        self.listener = Listener(s.vad, s.asr, self._on_speech_start, self._on_utterance,
-                                 vad_config=s.config.get("vad"), language=s.config["asr"].get("language"))
+        self.listener = self.chain.listener(self._on_speech_start, self._on_utterance)
         ap = {"format": "opus", "sample_rate": self.speaker.rate, "channels": 1,
               "frame_duration": proto.FRAME_DURATION_MS}
         await self.send_json(proto.hello_server(self.id, ap, version=self.version))
@@ -441,7 +437,7 @@ class Session:
 
     async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool:
         """Speak a reply's sentences as they come (False if cut off)."""
-        return await self.speaker.speak(sentences, gate=gate)
+        return await self.speaker.speak(self.chain.spoken(sentences), gate=gate)
 
     def first_audio_at(self) -> float | None:
         """When the last reply's first frame left (monotonic), None before it."""
@@ -530,6 +526,12 @@ class Session:
 
     async def _on_user_text(self, text, utterance=None):
         self.last_activity = self.last_user_speech = time.monotonic()
+        if self.chain.words:
+            heard = await self.chain.heard(text)
+            if heard is None:
+                log.info("[%s] %r dropped by the pipeline's word stages", self.device_id, text)
+                return
+            text = heard
         self.spawn(self._send_stt(text, utterance))
         if utterance is not None and utterance.commit is not None:
             # A speculative end of turn: if the child goes on, the reply

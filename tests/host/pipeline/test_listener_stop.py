@@ -10,6 +10,7 @@ import threading
 import opuslib
 
 from testkit import audio
+from xiaozhi_server.pipeline.asr import Transcriber
 from xiaozhi_server.pipeline.listener import Listener
 from xiaozhi_server.providers import create
 
@@ -87,7 +88,7 @@ async def test_listen_stop_waits_for_the_batch_in_the_vad():
         heard.append(utt)
         got.set()
 
-    lis = Listener(vad, Words(), on_start, on_utterance)
+    lis = Listener(vad, Transcriber(Words()), on_start, on_utterance)
     frames = opus_frames(audio.speech("Hello my friend, how are you today", rate=16000) + audio.silence(300))
     lis.start("manual")
     lis.push(frames[0])
