@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from .providers.llm_none import choose_llm
 from .providers.registry import create
 from .runtime.runtime import load_registry
+from .text.lines import Lines
 
 if TYPE_CHECKING:
     from .mcp.tools import Tool
@@ -50,7 +51,9 @@ class Services:
     def __init__(self, config: dict, llm: LlmProvider | None = None, asr: AsrProvider | None = None,
                  tts: TtsLike | None = None, vad: VadProvider | None = None) -> None:
         self.config = config
-        self.llm = llm if llm is not None else choose_llm(config.get("llm"))
+        self.lines = Lines.load((config.get("lines") or {}).get("file"))
+        self.llm = llm if llm is not None else choose_llm(dict(config.get("llm") or {}),
+                                                             lines=self.lines.table["no_llm"])
         self.asr = asr if asr is not None else create("asr", config["asr"])
         self.tts = tts if tts is not None else create("tts", config["tts"])
         self.vad = vad if vad is not None else create("vad", config["vad"])

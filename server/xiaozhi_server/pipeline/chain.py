@@ -69,7 +69,8 @@ class Chain:
         cfg = self.config["session"]
         return Dialogue(self.services.llm, tools, self.config["prompts"]["agent"],
                         history_turns=cfg.get("history_turns", 10),
-                        max_rounds=cfg.get("max_tool_rounds", 4), language=language)
+                        max_rounds=cfg.get("max_tool_rounds", 4), language=language,
+                        lines=self.services.lines)
 
     # ---- outbound ----
 

@@ -9,8 +9,8 @@ the chat LLM; PLAY_AUDIO -> words go to no LLM, and the device opening its
 microphone (not right after our own line) is a wake: back to the default
 task if priority allows.
 
-A handler's lines are the mode's own (translation that fails); what an app
-says lives in its apps.json entry (Task.line).
+What a handler says comes from the lines file (data/lines.json), like
+what an app says (its task's lines there, or in its apps.json entry).
 """
 from __future__ import annotations
 
@@ -28,11 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LINES = {
-    "zh": {"no_translate": "翻译功能现在用不了。", "not_translated": "这句我没翻译好，请再说一遍。"},
-    "en": {"no_translate": "Translation is not available right now.",
-           "not_translated": "I could not translate that, please say it again."},
-}
 GOODBYE_MAX_CHARS = 20       # a goodbye is a short utterance, not a sentence that quotes one
 EXIT_TRANSLATION_MAX_CHARS = 24
 
@@ -43,7 +38,7 @@ async def _one(text):
 
 
 def _line(session, key):
-    return LINES.get(session.language, LINES["en"])[key]
+    return session.lines.get(key, session.language)
 
 
 class Mode:
@@ -114,7 +109,7 @@ class Translation(Mode):
         tool = session.tools.get("translate")
         policy = session.dialogue.tool_policy
         if tool is None or not session.tools.allowed(tool, policy):
-            await session.speak(_one(_line(session, "no_translate")))
+            await session.speak(_one(_line(session, "translate_unavailable")))
             return
         out = await session.tools.call(tool.llm_name, {"text": text}, policy)
         if out.is_error or not out.text.strip():

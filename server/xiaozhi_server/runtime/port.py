@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..mcp.tools import ToolTable
     from ..pipeline.dialogue import Dialogue
     from ..pipeline.listener import Utterance
+    from ..text.lines import Lines
 
 
 class SessionPort(Protocol):
@@ -34,6 +35,7 @@ class SessionPort(Protocol):
     tools: ToolTable            # the tools the LLM is offered (device, server, runtime)
     dialogue: Dialogue          # the chat history, tool policy and system prompt
     turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
+    lines: Lines                # every line it may speak (data/lines.json, the operator's file)
 
     # Tasks and replies.
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...

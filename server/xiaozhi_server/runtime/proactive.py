@@ -43,8 +43,12 @@ class Proactive:
         self.spoken: list[str] = []      # what it said, for logs and tests
 
     def _line(self, key):
-        lines = self.cfg.get(key, {})
-        choice = lines.get(self.session.language) or lines.get("en") or []
+        """One of the config's `<key>_lines` if it gives them, else of the lines file's `<key>`."""
+        given = self.cfg.get(key + "_lines")
+        if given is None:
+            choice = self.session.lines.choices(key, self.session.language)
+        else:
+            choice = given.get(self.session.language) or given.get("en") or []
         return random.choice(choice) if choice else None
 
     async def open(self, entered_at: float = 0.0) -> None:
@@ -60,7 +64,7 @@ class Proactive:
             await asyncio.wait({t})
             heard = t.done() and not t.cancelled()
         else:
-            line = self._line("opener_lines")
+            line = self._line("opener")
             if not line:
                 return
             self.spoken.append(line)
@@ -79,7 +83,7 @@ class Proactive:
         await self.session.child_done()
         if self.session.last_user_speech > armed_at or self.session.closed:
             return
-        line = self._line("reinvite_lines")
+        line = self._line("reinvite")
         if not line:
             return
         self.invites += 1

@@ -31,19 +31,6 @@ def skill_args(skill: dict, params: dict) -> dict:
     return dict(skill.get("args") or {})
 
 
-def _shipped_lines(model: dict) -> None:
-    """The seed's example gives no lines: a task that gives none says what the
-    shipped registry's task of the same app and id says, so the seed's file
-    sounds like ours (docs/runtime.md, "The seed's spelling")."""
-    with open(DEFAULT_PATH, encoding="utf-8") as f:
-        shipped = json.load(f)
-    lines = {(a["id"], t["id"]): t["lines"] for a in shipped["apps"] for t in a["tasks"] if "lines" in t}
-    for a in model["apps"]:
-        for t in a["tasks"]:
-            if "lines" not in t and (a["id"], t["id"]) in lines:
-                t["lines"] = lines[(a["id"], t["id"])]
-
-
 class Task:
     __slots__ = ("app_id", "id", "title", "mode", "reserved", "skills", "stop_skills", "status_skill",
                  "tool_policy", "tools", "params_schema", "prompt_mode", "prompt", "lines", "on_finish")
@@ -101,7 +88,6 @@ class Registry:
                 data = seed_registry.to_model(data, "apps.json")
             except ValueError as e:
                 raise RegistryError("%s: %s" % (where, e))
-            _shipped_lines(data)
         err = proto.validate("registry.apps", data, "apps.json")
         if err:
             raise RegistryError("%s: %s" % (where, err))

@@ -75,6 +75,13 @@ def load_registry(path: str | None = None) -> Registry:
     return registry
 
 
+def task_line(session: SessionPort, task: Task, event: str) -> str | None:
+    """What a task says on an event (switched, started): its own apps.json
+    line if the registry gives one, else the lines file's
+    `task.<app>.<task>.<event>`; None when neither has it."""
+    return task.line(event, session.language) or session.lines.task_line(task.key, event, session.language)
+
+
 class TaskError(Exception):
     """A request that cannot be run at all (unknown app, bad params); .code is JSON-RPC's."""
 
@@ -337,7 +344,7 @@ class AppRuntime:
     async def _skill_announce(self, params, source):
         """The task's `started` line, for a child who asked by voice (a parent's
         or an alarm's task starts without a word)."""
-        line = self.task.line("started", self.session.language) if self.task else None
+        line = task_line(self.session, self.task, "started") if self.task else None
         if source == proto.SOURCE_VOICE and line:
             await self.session.say(line)
 

@@ -57,14 +57,6 @@ log = logging.getLogger(__name__)
 # synthesis, tool calls inside it) inherit it.
 _CURRENT_REPLY = contextvars.ContextVar("current_reply", default=None)
 
-GREETINGS = {"zh": "我在呢，你说。", "en": "I'm here, go ahead."}
-FAREWELLS = {"zh": "好的，再见啦，想聊天随时叫我！", "en": "Okay, bye for now. Call me any time!"}
-UNHEARD_AUDIO = {"zh": "我只听得懂 Opus 格式的声音，设备发来的是 %s，可以打字和我聊天。",
-                 "en": "I can only hear Opus audio and this device sends %s. You can still type to me."}
-IDLE_BYES = {"zh": "好久没听到你说话了，我先休息啦，想我就叫我。",
-             "en": "I haven't heard you for a while, so I'll rest now. Call me when you need me."}
-
-
 def _lang(text, default):
     if has_han(text):
         return "zh"
@@ -83,6 +75,7 @@ class Session:
         self.version = protocol_version if protocol_version in (1, 2, 3) else 1
         self.peer = peer
         self.language = self.cfg.get("language", "zh")
+        self.lines = services.lines             # every line it speaks (text/lines.py)
         self.hello: dict | None = None
         # what the device sends up
         self.upstream: dict[str, Any] = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]))
@@ -217,7 +210,7 @@ class Session:
         await self.send_json(proto.hello_server(self.id, ap, version=self.version))
         if self.upstream["format"] != "opus":
             log.warning("[%s] upstream audio %r is not Opus: not decoded", self.device_id, self.upstream["format"])
-            await self.send_json(proto.alert("warning", UNHEARD_AUDIO.get(self.language, UNHEARD_AUDIO["en"])
+            await self.send_json(proto.alert("warning", self.lines.get("unheard_audio", self.language)
                                              % self.upstream["format"], "confused", session_id=self.id))
         if (msg.get("features") or {}).get("mcp"):
             self.spawn(self._start_device_mcp())
@@ -460,7 +453,7 @@ class Session:
             if wait.cancelled() or not wait.result():
                 return  # the child went on talking (or a newer wake word took over)
         self.greeting = True
-        line = GREETINGS[_lang(text, self.language)]
+        line = self.lines.get("greeting", _lang(text, self.language))
 
         async def greet():
             try:
@@ -553,7 +546,7 @@ class Session:
 
     def farewell(self, text: str) -> None:
         """The user said goodbye: answer, then end the session."""
-        self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
+        self.start_reply(self._farewell, self.lines.get("farewell", _lang(text, self.language)))
 
     async def wait_quiet(self) -> None:
         """Until the current reply (if any, and not the caller itself) is over."""
@@ -574,6 +567,6 @@ class Session:
                 self.last_activity = time.monotonic()
             elif time.monotonic() - self.last_activity > limit:
                 log.info("[%s] %s s without speech: goodbye", self.device_id, limit)
-                await self.speaker.say(IDLE_BYES.get(self.language, IDLE_BYES["en"]))
+                await self.speaker.say(self.lines.get("idle_bye", self.language))
                 await self.close("idle")
                 return
