@@ -28,7 +28,7 @@ import os
 import threading
 
 from .registry import register
-from ..serial import LoopSerial
+from ..pools import LoopSerial
 from ..pools import run_blocking
 
 SAMPLE_RATE = 16000

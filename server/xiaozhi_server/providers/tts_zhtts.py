@@ -19,7 +19,7 @@ import re
 
 from .audio import AudioChunk
 from .registry import ProviderUnavailable, register
-from ..serial import LoopSerial
+from ..pools import LoopSerial
 from .tts_base import TtsError, TtsProvider
 from ..pools import run_blocking
 
