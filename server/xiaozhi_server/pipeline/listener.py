@@ -1,30 +1,19 @@
-"""Hearing the user: Opus frames -> PCM -> VAD end of turn -> ASR text.
+"""Hearing the user: Opus frames -> PCM -> VAD end of turn -> the ASR stage.
 
-Frames are queued as they arrive and worked off by one task, a batch at a
-time, so the receive loop never waits on the VAD or ASR: the process's VAD
-thread decodes a batch and judges it with every other session's windows
-(one hand-off per batch), ASR runs in the general pool. There is no deaf
-window: frames are heard from the first one after `listen start` or a wake
-word, and speech that starts while the server speaks is reported
-(`on_speech_start`) so the session can barge in.
+Frames are queued as they arrive and worked off by one task, a batch at
+a time (one judgement of the stream at a time), so the receive loop
+never waits on the VAD or ASR. There is no deaf window: frames are heard
+from the first one after `listen start` or a wake word, and speech that
+starts while the server speaks is reported (`on_speech_start`) so the
+session can barge in. Auto and realtime end a turn on silence; manual
+ends it on `listen stop` (push to talk).
 
-Modes: auto and realtime end a turn on silence; manual ends it on
-`listen stop` (push to talk), whatever the VAD says.
-
-Speculative end of turn (auto and realtime): after `silence_ms` (160 ms)
-of silence the utterance goes to ASR at once and is handed on with an
-uncommitted `commit` future, so the reply can be prepared while the child
-may still go on (words that end on "and", "um" or a comma are handed on
-only once committed: they nearly always go on). Once the silence has
-lasted as long as the words ask (pipeline/turn_words.py: 500 ms after a
-question, 1200 ms after "and" or "um", 700 ms after anything else) the
-future becomes True and the reply may be heard. If the child speaks again before
-that, it becomes False, the reply prepared so far is dropped unheard, and
-the new words are joined to the old ones into one utterance. So a pause
-for breath does not cut the child off, and a real end of turn costs no
-more latency than the short decision plus the providers. The price is
-work done for nothing: each pause longer than `silence_ms` inside an
-utterance starts an ASR call and a reply that is then dropped.
+The end of a turn is speculative: after `silence_ms` of silence the words
+go to ASR and are handed on with an uncommitted `commit` future, so the
+reply can be prepared; once the silence has lasted as long as the words
+ask (turn_words.py) the future becomes True and the reply may be heard.
+If the child speaks first it becomes False, the prepared reply is dropped
+unheard, and the new words join the old ones (docs/server.md, One turn).
 """
 from __future__ import annotations
 

@@ -1,29 +1,17 @@
 """The App Runtime of one connection: exactly one active app task.
 
 `start_app_task(app_id, task_id, params, source)` is the one entry for
-every channel — LLM tools (source voice), the device's `app/start_task`
-requests (MQTT, alarms, offline words, arbitrated on the device first) and
-control-plane calls. It checks ids and params, applies the priority table
-(protocol/priority.py, generated: the board decides with the same code),
-checks that the files its params name are on the device,
-stops the running task through one generic stop path (cancel the reply,
-run the task's stop_skills), switches mode, tool policy and system prompt,
-then runs the new task's skills. A request from outside a reply (the
-device's app/start_task) runs the task's leading device skills before it
-is answered, so the answer says whether the lesson really plays; a
-request from inside a reply (an LLM tool) runs them once the reply is
-over, so a confirmation line is spoken before a lesson starts. A task
-whose device skill fails is not entered: the answer says accepted false
-with a code (busy, not_found, skill_failed), and the session is in the
-default task.
+every channel: LLM tools (source voice), the device's `app/start_task`
+(MQTT, alarms, offline words) and control-plane calls. It checks ids and
+params, applies the priority table (protocol/priority.py, the board's
+own), checks the files its params name, stops the running task through
+one stop path, switches mode, tool policy and prompt, then runs the new
+task's skills (docs/runtime.md gives the steps and their answers).
 
-What the child's words lead to is the mode's handler (modes.py, keyed by
-the task's interaction_mode); what a task says and its own prompt come from
-its apps.json entry, and server skills from the table below: no code here
-names an app.
-
-Nothing here outlives the connection: a new session starts at the default
-app again.
+What the child's words lead to is the mode's handler (modes.py); what a
+task says and its own prompt are data (the lines file, apps.json); no
+code here names an app. It drives its session only through
+port.SessionPort, and nothing here outlives the connection.
 """
 from __future__ import annotations
 
