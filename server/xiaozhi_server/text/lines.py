@@ -50,6 +50,8 @@ class Lines:
     @classmethod
     def load(cls, operator_path: str | None = None) -> Lines:
         table = _read(DEFAULT_PATH)
+        if operator_path is not None and not isinstance(operator_path, str):
+            raise LinesError("lines.file must be the path of a JSON file, not %r" % (operator_path,))
         if operator_path:
             for key, texts in _read(operator_path).items():
                 if key not in table and not key.startswith(TASK_PREFIX):

@@ -57,3 +57,8 @@ def test_a_bad_operator_file_stops_the_start_naming_it(tmp_path, content, named)
 def test_a_missing_operator_file_is_named():
     with pytest.raises(LinesError, match="cannot read the lines file /nowhere/lines.json"):
         Lines.load("/nowhere/lines.json")
+
+
+def test_a_lines_file_setting_that_is_not_a_path_is_refused():
+    with pytest.raises(LinesError, match="lines.file must be the path of a JSON file"):
+        Services(server_config(None, lines={"file": 3}))
