@@ -17,6 +17,7 @@ KINDS = ("asr", "tts", "llm", "vad")
 _BUILTIN_MODULES = (
     "vad_silero",
     "asr_whisper",
+    "asr_openai",
     "tts_piper",
     "tts_espeak",
     "tts_router",
