@@ -18,6 +18,7 @@ _BUILTIN_MODULES = (
     "vad_silero",
     "asr_whisper",
     "asr_openai",
+    "asr_funasr",
     "tts_piper",
     "tts_espeak",
     "tts_router",
