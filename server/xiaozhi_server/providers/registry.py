@@ -19,6 +19,7 @@ _BUILTIN_MODULES = (
     "asr_whisper",
     "asr_openai",
     "asr_funasr",
+    "asr_fallback",
     "tts_piper",
     "tts_espeak",
     "tts_router",
