@@ -120,7 +120,7 @@ def decode_compressed(data: bytes) -> AudioChunk:
 
     import av
     try:
-        with av.open(io.BytesIO(data)) as container:
+        with av.open(io.BytesIO(data), mode="r") as container:
             if not container.streams.audio:
                 raise AudioFormatError("no audio stream in the body")
             stream = container.streams.audio[0]
