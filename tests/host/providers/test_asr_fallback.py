@@ -3,12 +3,12 @@ to the next one, a dead one is rested, and with none left the caller gets
 one AsrError naming every failure. Real servers: FunASR's protocol from
 testkit.fake_funasr, nothing listening for a dead one."""
 import asyncio
-import socket
 
 import pytest
 
 from testkit import audio
 from testkit.fake_funasr import FakeFunAsr
+from testkit.local_net import unused_port
 from xiaozhi_server.providers import ProviderError, create
 from xiaozhi_server.providers.asr_base import AsrError, open_stream
 
@@ -22,9 +22,7 @@ def fake():
 
 
 def dead_url():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return "ws://127.0.0.1:%d" % s.getsockname()[1]
+    return "ws://127.0.0.1:%d" % unused_port()
 
 
 def funasr(url, name):

@@ -10,6 +10,7 @@ import pytest
 
 from testkit import audio
 from testkit.fake_funasr import FakeFunAsr
+from testkit.local_net import unused_port
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers.asr_base import AsrError, open_stream
 
@@ -93,9 +94,7 @@ def test_config_is_checked():
 
 
 async def test_service_down():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_port()
     with pytest.raises(AsrError) as err:
         await create("asr", {"type": "funasr", "url": "ws://127.0.0.1:%d" % port}).transcribe(SPEECH)
     assert err.value.reason == "connection" and str(port) in str(err.value)

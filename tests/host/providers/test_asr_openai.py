@@ -6,13 +6,13 @@ provider says when that server is down, slow, cut off, or talks garbage."""
 import asyncio
 import io
 import logging
-import socket
 import wave
 
 import pytest
 from aiohttp import web
 
 from testkit import audio
+from testkit.local_net import serve, unused_port
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers.asr_base import AsrError, open_stream
 
@@ -62,12 +62,8 @@ async def server():
 
     app = web.Application()
     app.router.add_post("/v1/audio/transcriptions", transcriptions)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    yield "http://127.0.0.1:%d/v1" % port, state
+    runner, url = await serve(app)
+    yield url + "/v1", state
     state["release"].set()
     await runner.cleanup()
 
@@ -131,9 +127,7 @@ async def test_key_from_the_environment_never_in_logs(server, monkeypatch, caplo
 
 
 async def test_service_down():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_port()
     with pytest.raises(AsrError) as err:
         await asr("http://127.0.0.1:%d/v1" % port).transcribe(SPEECH)
     assert err.value.reason == "connection" and "127.0.0.1:%d" % port in str(err.value)

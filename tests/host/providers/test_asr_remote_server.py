@@ -2,18 +2,16 @@
 server: the device's Opus speech reaches a FunASR server (testkit's, over
 its WebSocket protocol) after the first one configured is found dead, and
 the words it hears are what the device is shown and the model is asked."""
-import socket
 
 from testkit import audio
 from testkit.fake_funasr import FakeFunAsr
+from testkit.local_net import unused_port
 from testkit.server import fake_llm, server_config, start_server  # noqa: F401
 from testkit.wire_device import WireDevice
 
 
 def dead_url():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return "ws://127.0.0.1:%d" % s.getsockname()[1]
+    return "ws://127.0.0.1:%d" % unused_port()
 
 
 async def test_speech_heard_by_the_second_funasr_when_the_first_is_down(fake_llm, start_server):

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from testkit import audio
+from testkit.local_net import serve
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers.audio_decode import WavStream, sniff
 from xiaozhi_server.providers.tts_base import TtsError
@@ -66,11 +67,8 @@ async def speech_server():
 
     app = web.Application()
     app.router.add_post("/v1/audio/speech", speech)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    yield "http://127.0.0.1:%d/v1" % site._server.sockets[0].getsockname()[1], seen
+    runner, url = await serve(app)
+    yield url + "/v1", seen
     await runner.cleanup()
 
 
