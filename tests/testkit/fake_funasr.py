@@ -38,11 +38,14 @@ BYTES_PER_60MS = 1920
 
 
 class Turn:
-    def __init__(self, online="", final=None, fault=None, offline_is_final=True):
+    def __init__(self, online="", final=None, fault=None, offline_is_final=True, flags="cpp",
+                 late_segment=""):
         self.online = online
         self.final = online if final is None else final
         self.fault = fault
         self.offline_is_final = offline_is_final
+        self.flags = flags
+        self.late_segment = late_segment
 
 
 class Connection:
@@ -68,8 +71,13 @@ class FakeFunAsr:
         self._stop = None
 
     # --- scripting ---------------------------------------------------
-    def say(self, online, final=None, offline_is_final=True):
-        self._script.append(Turn(online, final, offline_is_final=offline_is_final))
+    def say(self, online, final=None, offline_is_final=True, flags="cpp", late_segment=""):
+        """The next connection hears `online` (streamed pieces) and `final`.
+        flags="python": is_final as FunASR's Python server sets it (= is_speaking).
+        late_segment: an earlier segment's correction sent after the end of
+        speech, unflagged, before the final (a busy C++ server)."""
+        self._script.append(Turn(online, final, offline_is_final=offline_is_final, flags=flags,
+                                 late_segment=late_segment))
         return self
 
     def fault(self, name):
@@ -129,17 +137,20 @@ class FakeFunAsr:
                 continue
             for _ in range(len(conn.audio) // chunk - before):
                 if pieces:
-                    await ws.send(self._result(conn, "online", pieces.pop(0), False))
+                    await ws.send(self._result(conn, "online", pieces.pop(0), turn.flags == "python"))
         if not conn.ended or turn.fault:
             if turn.fault == "never_answer":
                 await ws.wait_closed()
             return
         mode = conn.first.get("mode", "2pass")
-        if mode != "offline":
+        python = turn.flags == "python"
+        if mode != "offline" and not python:   # the Python server drops streaming results after the end
             for piece in pieces:
                 await ws.send(self._result(conn, "online", piece, False))
+        if turn.late_segment:
+            await ws.send(self._result(conn, "offline", turn.late_segment, False))
         if mode != "online":
-            await ws.send(self._result(conn, "offline", turn.final, turn.offline_is_final))
+            await ws.send(self._result(conn, "offline", turn.final, turn.offline_is_final and not python))
         else:
             await ws.send(self._result(conn, "online", "", True))
         # The runtime keeps the connection open; the client closes it.

@@ -10,9 +10,15 @@ then binary 16 kHz int16 PCM while the child speaks; then
 `mode` and `is_final`: in 2pass, `2pass-online` messages carry the next
 few streaming words (a piece to append) and `2pass-offline` the corrected
 text of a whole segment (it replaces that segment's streaming pieces);
-the answer to the end of speech has `is_final` true. The C++ offline
-server marks its one result `is_final` false, so in offline mode the first
-`offline` result after the end of speech ends the stream too.
+the answer to the end of speech has `is_final` true (the C++ runtime's
+2pass server). Servers differ in that flag: the C++ offline server marks
+its one result false, FunASR's Python server sends `is_final` =
+`is_speaking` (true on every result while the child speaks, false on the
+last). So nothing is final before our end of speech; after it, a
+`2pass-offline` (or `online` in online mode) result flagged final by a
+server that did not flag while the child spoke is final at once, an
+`offline` result in offline mode too, and any other result is final when
+the server has said nothing more for `final_settle_s`.
 
 Config keys: `url` (ws://host:10095), `mode` (2pass), `chunk_size`
 ([5, 10, 5]: 600 ms chunks), `chunk_interval` (10), `hotwords` ({word:
@@ -21,7 +27,8 @@ if the url says ws), `ssl_verify` (true; false for the runtime image's
 self-signed certificate), `svs_lang` (SenseVoice's language, sent when set),
 `api_key` / `api_key_env` (sent as a bearer token, for a proxy in front of
 the server; the runtime itself has no auth), `connect_timeout` (3 s),
-`final_timeout` (s from the end of speech to the final text, default 5).
+`final_timeout` (s from the end of speech to the final text, default 5),
+`final_settle_s` (0.3: quiet after an unflagged last result, see above).
 """
 import asyncio
 import json
@@ -72,6 +79,7 @@ class FunAsr(StreamingAsr):
         self.hotwords = hotwords_json(config.get("hotwords"))
         self.connect_timeout = float(config.get("connect_timeout", 3))
         self.final_timeout = float(config.get("final_timeout", 5))
+        self.final_settle_s = float(config.get("final_settle_s", 0.3))
         key = config.get("api_key") or os.environ.get(config.get("api_key_env") or "XIAOZHI_FUNASR_API_KEY")
         self._headers = {"Authorization": "Bearer %s" % key} if key else None
         self._ssl = None
@@ -115,6 +123,8 @@ class FunAsrStream(AsrStream):
         self._segments = ""      # corrected text of the segments the server closed
         self._online = ""        # streaming pieces of the segment still open
         self._ended = False
+        self._inverted = False   # the server flags is_final while the child speaks
+        self._settle = None      # timer that makes an unflagged last result final
         self._connected = asyncio.Event()
         self._task = asyncio.create_task(self._run())
 
@@ -170,7 +180,9 @@ class FunAsrStream(AsrStream):
         reader = asyncio.create_task(self._read(ws))
         try:
             await self._send_all(ws)
-            await reader
+            # The reader ends with the final text, or the result is settled
+            # while the reader still waits for a frame that will not come.
+            await asyncio.wait({reader, self._result}, return_when=asyncio.FIRST_COMPLETED)
             await ws.close()   # the polite end, bounded by close_timeout
         except ConnectionClosed as exc:
             await asyncio.gather(reader, return_exceptions=True)
@@ -196,7 +208,7 @@ class FunAsrStream(AsrStream):
         from websockets.exceptions import ConnectionClosed
         try:
             async for frame in ws:
-                if self._take(frame):
+                if self._take(frame) or self._result.done():
                     return
         except ConnectionClosed as exc:
             return self._fail("closed", "%s closed the connection before the final text (%s)"
@@ -210,7 +222,7 @@ class FunAsrStream(AsrStream):
         return (self._segments + self._online).strip()
 
     def _take(self, frame):
-        """Apply one server message; True when it was the final one."""
+        """Apply one server message; True when the stream is over (final text or garbage)."""
         try:
             msg = json.loads(frame) if isinstance(frame, str) else None
         except ValueError:
@@ -228,7 +240,30 @@ class FunAsrStream(AsrStream):
             self._fail("bad_response", "unknown result mode %r" % (mode,))
             return True
         self._set_partial(self._text())
-        final = msg.get("is_final") is True or (self._ended and mode == "offline" and self.asr.mode == "offline")
-        if final and not self._result.done():
+        flagged = msg.get("is_final") is True
+        if not self._ended:
+            # Nothing is final before our end of speech; a server that flags
+            # results while the child speaks (FunASR's Python server sends
+            # is_final = is_speaking) has its flag the other way round.
+            self._inverted = self._inverted or flagged
+            return False
+        if self._is_final(mode, flagged):
             self._result.set_result(self._text())
-        return final
+            return True
+        # A result that does not say it is the last: more may follow (an
+        # earlier segment's correction), so the text is final once the
+        # server has been quiet for final_settle_s.
+        if self._settle is not None:
+            self._settle.cancel()
+        self._settle = asyncio.get_running_loop().call_later(self.asr.final_settle_s, self._settled)
+        return False
+
+    def _is_final(self, mode, flagged):
+        if self.asr.mode == "offline":
+            return mode == "offline"   # the offline servers send one result, flagged either way
+        wanted = "online" if self.asr.mode == "online" else "2pass-offline"
+        return flagged and not self._inverted and mode == wanted
+
+    def _settled(self):
+        if not self._result.done():
+            self._result.set_result(self._text())

@@ -3,6 +3,7 @@ WebSocket protocol (testkit.fake_funasr): audio streamed while the child
 speaks, partial text from 2pass-online, the final text from 2pass-offline,
 and a clear AsrError when the server is down, slow, cuts the stream,
 refuses the handshake or sends garbage."""
+import asyncio
 import json
 import socket
 
@@ -56,7 +57,6 @@ async def test_2pass_partials_while_speaking_then_the_corrected_final(fake):
 
 async def test_partials_arrive_before_the_end_of_speech(fake):
     """The words are there while the child still speaks (what the turn-taking rule reads)."""
-    import asyncio
     fake.say("我想听故事")
     partials = []
     two = asyncio.Event()
@@ -78,6 +78,27 @@ async def test_batch_transcribe_and_offline_mode(fake):
     fake.say("你好小智", "你好，小智。", offline_is_final=False)   # the C++ offline server's flag
     assert await funasr_asr(fake, mode="offline").transcribe(SPEECH) == "你好，小智。"
     assert fake.connections[-1].first["mode"] == "offline"
+
+
+async def test_python_servers_inverted_final_flag(fake):
+    """FunASR's Python server flags every streaming result is_final while the
+    child speaks and leaves the last one unflagged: the stream waits for
+    our end of speech, then takes the last result once the server is quiet."""
+    fake.say("今天天气怎么样", "今天天气怎么样？", flags="python")
+    partials = []
+    stream = open_stream(funasr_asr(fake, final_settle_s=0.05), on_partial=partials.append)
+    for i in range(0, len(SPEECH), PIECE):
+        await stream.push(SPEECH[i:i + PIECE])
+    assert await stream.finish() == "今天天气怎么样？"
+    assert partials[0] == "今天"
+    assert await asyncio.to_thread(fake.connections[-1].closed.wait, 10)   # and the connection is closed
+
+
+async def test_a_late_segment_is_not_taken_for_the_final(fake):
+    """A busy 2pass server's correction of an earlier segment comes after the
+    end of speech, unflagged; the flagged final still completes the text."""
+    fake.say("", "然后呢？", late_segment="我去了公园。")
+    assert await funasr_asr(fake).transcribe(SPEECH) == "我去了公园。然后呢？"
 
 
 async def test_online_mode_text_is_the_streamed_pieces(fake):
