@@ -12,10 +12,11 @@ no base_url, OPENAI_API_KEY too: a key for OpenAI is never sent to another
 host), `model` (default whisper-1; Groq: whisper-large-v3-turbo),
 `language` (default: the session's), `prompt` (words to expect: names,
 "小智"), `response_format` (json, the default; text or verbose_json),
-`temperature`, `connect_timeout` (s, default 3), `timeout` (s until the whole
-answer, default 15). The key goes in the Authorization header only; it
+`temperature`, `connect_timeout` (s, default 3), `timeout` (s for the
+answer once connected, default 15). The key goes in the Authorization header only; it
 is never logged and never part of an error message.
 """
+import asyncio
 import io
 import json
 import logging
@@ -104,9 +105,13 @@ class OpenAiAsr:
             return ""
         import openai
         try:
-            raw = await self.client().audio.transcriptions.with_raw_response.create(**self._args(pcm16k, language))
+            # The client's timeout is per read: a server trickling its answer
+            # would outlast it, so the whole request has a deadline too.
+            raw = await asyncio.wait_for(
+                self.client().audio.transcriptions.with_raw_response.create(**self._args(pcm16k, language)),
+                self.connect_timeout + self.timeout)
             body = raw.http_response.content
-        except openai.APITimeoutError:
+        except (openai.APITimeoutError, asyncio.TimeoutError):
             raise AsrError(self.name, "timeout", "no answer from %s within %.1f s" % (self.base_url, self.timeout))
         except openai.APIStatusError as exc:
             reason = "auth" if exc.status_code in (401, 403) else "refused"

@@ -38,6 +38,13 @@ async def server():
                                      status=401)
         if mode == "slow":
             await state["release"].wait()
+        if mode == "trickle":   # a byte at a time, each well within the read timeout
+            resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await resp.prepare(request)
+            while not state["release"].is_set():
+                await resp.write(b" ")
+                await asyncio.sleep(0.05)
+            return resp
         if mode == "cut":
             resp = web.StreamResponse(headers={"Content-Type": "application/json", "Content-Length": "200"})
             await resp.prepare(request)
@@ -138,6 +145,14 @@ async def test_slow_first_byte_times_out(server):
     state["mode"] = "slow"
     with pytest.raises(AsrError) as err:
         await asr(url, timeout=0.3).transcribe(SPEECH)
+    assert err.value.reason == "timeout"
+
+
+async def test_an_answer_trickling_in_still_has_a_deadline(server):
+    url, state = server
+    state["mode"] = "trickle"
+    with pytest.raises(AsrError) as err:
+        await asr(url, timeout=0.3, connect_timeout=0.2).transcribe(SPEECH)
     assert err.value.reason == "timeout"
 
 
