@@ -60,8 +60,12 @@ class Connection:
 
 
 class FakeFunAsr:
-    def __init__(self, default_text="你好"):
+    def __init__(self, default_text="你好", ssl=None, final_delay_s=0.0):
+        """ssl: a server SSLContext (then `url` is wss://); final_delay_s: the
+        offline pass's time, from the end of speech to the final result."""
         self.default_text = default_text
+        self.ssl = ssl
+        self.final_delay_s = final_delay_s
         self.connections = []
         self._script = []
         self._lock = threading.Lock()
@@ -147,6 +151,8 @@ class FakeFunAsr:
         if mode != "offline" and not python:   # the Python server drops streaming results after the end
             for piece in pieces:
                 await ws.send(self._result(conn, "online", piece, False))
+        if self.final_delay_s:
+            await asyncio.sleep(self.final_delay_s)
         if turn.late_segment:
             await ws.send(self._result(conn, "offline", turn.late_segment, False))
         if mode != "online":
@@ -173,10 +179,14 @@ class FakeFunAsr:
         async def main():
             self._stop = asyncio.Event()
             async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None) as server:
+                             compression=None, ssl=self.ssl) as server:
                 self._server = server
                 ready.set()
                 await self._stop.wait()
+                # Drop every connection at once: a polite close would wait for
+                # clients whose event loop may be blocked in this stop().
+                for ws in list(server.all_connections):
+                    ws.transport.abort()
 
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),),
@@ -204,4 +214,4 @@ class FakeFunAsr:
 
     @property
     def url(self):
-        return "ws://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("wss" if self.ssl else "ws", self.port)

@@ -23,8 +23,9 @@ the server has said nothing more for `final_settle_s`.
 Config keys: `url` (ws://host:10095), `mode` (2pass), `chunk_size`
 ([5, 10, 5]: 600 ms chunks), `chunk_interval` (10), `hotwords` ({word:
 weight} or a list of words, weight 20), `itn` (true), `ssl` (true: wss even
-if the url says ws), `ssl_verify` (true; false for the runtime image's
-self-signed certificate), `svs_lang` (SenseVoice's language, sent when set),
+if the url says ws), `ssl_ca` (a PEM file of the certificate to trust, such
+as the runtime image's self-signed one), `ssl_verify` (true; false accepts
+any certificate), `svs_lang` (SenseVoice's language, sent when set),
 `api_key` / `api_key_env` (sent as a bearer token, for a proxy in front of
 the server; the runtime itself has no auth), `connect_timeout` (3 s),
 `final_timeout` (s from the end of speech to the final text, default 5),
@@ -84,7 +85,7 @@ class FunAsr(StreamingAsr):
         self._headers = {"Authorization": "Bearer %s" % key} if key else None
         self._ssl = None
         if url.startswith("wss://"):
-            self._ssl = ssl_lib.create_default_context()
+            self._ssl = ssl_lib.create_default_context(cafile=config.get("ssl_ca"))
             if config.get("ssl_verify", True) is False:
                 self._ssl.check_hostname = False
                 self._ssl.verify_mode = ssl_lib.CERT_NONE

@@ -6,6 +6,8 @@ refuses the handshake or sends garbage."""
 import asyncio
 import json
 import socket
+import ssl
+import subprocess
 
 import pytest
 
@@ -164,3 +166,30 @@ async def test_malformed_frames(fake, fault):
     with pytest.raises(AsrError) as err:
         await funasr_asr(fake).transcribe(SPEECH)
     assert err.value.reason == "bad_response"
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    """(certificate PEM, server SSLContext): a self-signed certificate for
+    127.0.0.1, like the one FunASR's runtime image serves wss with."""
+    d = tmp_path_factory.mktemp("tls")
+    key, pem = d / "key.pem", d / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(pem), "-days", "2", "-subj", "/CN=funasr",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(pem), str(key))
+    return str(pem), ctx
+
+
+async def test_wss_with_a_self_signed_certificate(self_signed):
+    pem, ctx = self_signed
+    with FakeFunAsr(default_text="好的", ssl=ctx) as server:
+        plain = server.url.replace("wss://", "ws://")
+        with pytest.raises(AsrError) as err:   # not trusted: refused, and said why
+            await create("asr", {"type": "funasr", "url": plain, "ssl": True}).transcribe(SPEECH)
+        assert err.value.reason == "connection" and "CERTIFICATE_VERIFY_FAILED" in str(err.value)
+        trusted = create("asr", {"type": "funasr", "url": plain, "ssl": True, "ssl_ca": pem})
+        assert await trusted.transcribe(SPEECH) == "好的"
+        unverified = create("asr", {"type": "funasr", "url": server.url, "ssl_verify": False})
+        assert await unverified.transcribe(SPEECH) == "好的"
