@@ -112,29 +112,34 @@ class OpenAiAsr:
                 self.connect_timeout + self.timeout)
             body = raw.http_response.content
         except (openai.APITimeoutError, asyncio.TimeoutError):
-            raise AsrError(self.name, "timeout", "no answer from %s within %.1f s" % (self.base_url, self.timeout))
+            raise self._error("timeout", "no answer from %s within %.1f s" % (self.base_url, self.timeout))
         except openai.APIStatusError as exc:
             reason = "auth" if exc.status_code in (401, 403) else "refused"
-            raise AsrError(self.name, reason, "HTTP %d from %s: %s" % (exc.status_code, self.base_url,
-                                                                      _error_message(exc)), exc.status_code)
+            raise self._error(reason, "HTTP %d from %s: %s" % (exc.status_code, self.base_url,
+                                                               _error_message(exc)), exc.status_code)
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             reason = "closed" if _was_cut(cause) else "connection"
-            raise AsrError(self.name, reason, "%s: %s" % (self.base_url, cause or type(cause).__name__))
+            raise self._error(reason, "%s: %s" % (self.base_url, cause or type(cause).__name__))
         return self._text(body)
+
+    def _error(self, reason, detail, status=None):
+        err = AsrError(self.name, reason, detail, status)
+        log.warning("%s", err)
+        return err
 
     def _text(self, body):
         if self.format == "text":
             try:
                 return body.decode("utf-8").strip()
             except UnicodeDecodeError:
-                raise AsrError(self.name, "bad_response", "the text answer is not UTF-8")
+                raise self._error("bad_response", "the text answer is not UTF-8")
         try:
             data = json.loads(body)
         except ValueError:
-            raise AsrError(self.name, "bad_response", "not JSON: %r" % body[:80])
+            raise self._error("bad_response", "not JSON: %r" % body[:80])
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-            raise AsrError(self.name, "bad_response", "no text in the answer: %r" % body[:80])
+            raise self._error("bad_response", "no text in the answer: %r" % body[:80])
         return data["text"].strip()
 
 

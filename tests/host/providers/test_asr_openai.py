@@ -164,12 +164,13 @@ async def test_cut_stream(server):
     assert err.value.reason == "closed"
 
 
-async def test_wrong_auth(server):
+async def test_wrong_auth(server, caplog):
     url, _ = server
     with pytest.raises(AsrError) as err:
         await asr(url, api_key="sk-wrong").transcribe(SPEECH)
     assert err.value.reason == "auth" and err.value.status == 401
     assert "Incorrect API key provided" in str(err.value) and "sk-wrong" not in str(err.value)
+    assert "openai ASR auth: HTTP 401" in caplog.text and "sk-wrong" not in caplog.text
 
 
 @pytest.mark.parametrize("mode", ["html", "no_text"])
