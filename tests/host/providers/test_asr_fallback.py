@@ -83,3 +83,15 @@ async def test_dropped_utterance_closes_the_connection(fake):
 def test_a_chain_with_nothing_that_runs_is_a_config_error():
     with pytest.raises(ProviderError, match="at least one provider"):
         create("asr", {"type": "fallback", "providers": [{"type": "no-such-asr"}]})
+
+
+async def test_whisper_hears_the_utterance_when_the_remote_service_is_down():
+    """The documented deployment: a remote recognizer first, the embedded Whisper behind it."""
+    speech = await audio.english_speech("The little cat is playing with a red ball.")
+    chain = create("asr", {"type": "fallback", "providers": [funasr(dead_url(), "lan-funasr"),
+                                                             {"type": "whisper", "language": "en"}]})
+    stream = open_stream(chain, language="en")
+    for i in range(0, len(speech), 1920):
+        await stream.push(speech[i:i + 1920])
+    words = set("".join(c.lower() if c.isalpha() else " " for c in await stream.finish()).split())
+    assert {"cat", "playing", "red", "ball"} <= words
