@@ -98,6 +98,9 @@ class FunAsr(StreamingAsr):
                "chunk_interval": int(self.config.get("chunk_interval", 10)), "wav_name": wav_name,
                "wav_format": "pcm", "audio_fs": 16000, "is_speaking": True, "hotwords": self.hotwords,
                "itn": bool(self.config.get("itn", True))}
+        if self.hotwords:
+            # FunASR's Python server reads `hotword`, words separated by spaces.
+            msg["hotword"] = " ".join(json.loads(self.hotwords))
         if self.config.get("svs_lang"):
             msg["svs_lang"] = self.config["svs_lang"]
         return msg

@@ -53,7 +53,7 @@ async def test_2pass_partials_while_speaking_then_the_corrected_final(fake):
     assert conn.first == {"mode": "2pass", "chunk_size": [5, 10, 5], "chunk_interval": 10,
                           "wav_name": conn.first["wav_name"], "wav_format": "pcm", "audio_fs": 16000,
                           "is_speaking": True, "hotwords": json.dumps({"小智": 20}, ensure_ascii=False),
-                          "itn": True}
+                          "hotword": "小智", "itn": True}
     assert bytes(conn.audio) == SPEECH and conn.ended
 
 
