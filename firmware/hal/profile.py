@@ -198,3 +198,19 @@ def frozen():
     """The profile frozen into the board image (module board_profile)."""
     import board_profile
     return validate(board_profile.PROFILE)
+
+
+def engine_args(p):
+    """The keyword arguments of xzaudio.start() for profile p: the I2S
+    mode as the C module's constant number, the rates, every pin (-1 when
+    the mode has no such line) and the TDM slots."""
+    a = p["audio"]
+    pins = a["pins"]
+    mode = MODES.index(a["mode"])  # xzaudio.MODE_DUPLEX 0, MODE_TDM 1, MODE_SIMPLEX 2
+    kw = {"mode": mode, "rate": a["rate"], "mic_rate": a["mic_rate"]}
+    for k in ("mclk", "bclk", "ws", "dout", "din", "mic_bclk", "mic_ws"):
+        kw[k] = pins.get(k, -1)
+    kw["tdm_slots"] = a.get("tdm_slots", 4)
+    kw["mic_slot"] = a.get("mic_slot", 0)
+    kw["ref_slot"] = a.get("ref_slot", -1)
+    return kw

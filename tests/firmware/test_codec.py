@@ -163,3 +163,17 @@ def test_bad_profiles_name_the_field():
     p = _profile("bread-compact")
     p["codecs"] = _profile("sening")["codecs"]
     t.true("simplex" in str(t.raises(profiles.ProfileError, profiles.validate, p)), "simplex + codec")
+
+
+def test_engine_gets_the_profile_s_mode_rates_pins_and_slots():
+    keys = ["bclk", "din", "dout", "mclk", "mic_bclk", "mic_rate", "mic_slot", "mic_ws", "mode",
+            "rate", "ref_slot", "tdm_slots", "ws"]   # xzaudio.start()'s keywords, no other
+    sening = profiles.engine_args(_profile("sening"))
+    t.eq(sorted(sening), keys, "keywords")
+    t.eq(sening, {"mode": 1, "rate": 24000, "mic_rate": 24000, "mclk": 38, "bclk": 14, "ws": 13,
+                  "dout": 45, "din": 12, "mic_bclk": -1, "mic_ws": -1, "tdm_slots": 4,
+                  "mic_slot": 0, "ref_slot": 1}, "sening")
+    bread = profiles.engine_args(_profile("bread-compact"))
+    t.eq(bread, {"mode": 2, "rate": 24000, "mic_rate": 16000, "mclk": -1, "bclk": 15, "ws": 16,
+                 "dout": 7, "din": 6, "mic_bclk": 5, "mic_ws": 4, "tdm_slots": 4,
+                 "mic_slot": 0, "ref_slot": -1}, "bread-compact")
