@@ -40,13 +40,15 @@ _log = log.get("board")
 
 
 def profile_path(name):
-    """firmware/boards/<name>.json of this firmware tree (the checkout the
-    host runs from: next to the hal package, else under the working folder)."""
-    base = "firmware/boards"
+    """firmware/boards/<name>.json of this firmware tree: next to the hal
+    package when it runs from source, else under the working folder (a
+    frozen build's modules have no folder of their own)."""
     f = getattr(profiles, "__file__", "") or ""
-    if f.endswith("hal/profile.py") and not f.startswith(".frozen"):
-        base = f[:-len("hal/profile.py")] + "boards"
-    return "%s/%s.json" % (base or ".", name)
+    if f.endswith("hal/profile.py"):
+        path = "%sboards/%s.json" % (f[:-len("hal/profile.py")], name)
+        if fs.exists(path):
+            return path
+    return "firmware/boards/%s.json" % name
 
 
 def _profile(p):
