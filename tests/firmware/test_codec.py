@@ -177,3 +177,13 @@ def test_engine_gets_the_profile_s_mode_rates_pins_and_slots():
     t.eq(bread, {"mode": 2, "rate": 24000, "mic_rate": 16000, "mclk": -1, "bclk": 15, "ws": 16,
                  "dout": 7, "din": 6, "mic_bclk": 5, "mic_ws": 4, "tdm_slots": 4,
                  "mic_slot": 0, "ref_slot": -1}, "bread-compact")
+
+
+def test_models_record_writes_to_registers_the_chip_does_not_have():
+    fe = _frontend("sening")
+    fe.open()
+    bus = fe.driver.dac._i2c
+    bus.writeto_mem(0x18, 0x20, b"\x55")      # no ES8311 register at 0x20
+    bus.writeto_mem(0x19, 0x07, b"\x01")      # the PCA9557 has four registers
+    t.eq(fe.models["es8311"].unknown, [(0x20, 0x55)], "es8311")
+    t.eq(fe.models["pca9557"].unknown, [(0x07, 0x01)], "pca9557")

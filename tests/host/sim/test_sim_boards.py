@@ -46,3 +46,15 @@ async def test_unknown_board_is_refused_with_the_list(tmp_path):
     _, err = await proc.communicate()
     assert proc.returncode == 2
     assert b"unknown board 'box-9'; known boards: bread-compact, esp32-s3-box-3, sening" in err
+
+
+@pytest.mark.parametrize("board", ["esp32-s3-box-3", "bread-compact"])
+async def test_board_profile_on_the_micropython_port_hears_the_opener(board, start_server, run_sim, tmp_path):
+    server = await start_server(config(None))
+    sim = await run_sim(tmp_path / "state", "--micropython", "--board", board, "--server", server.ws.url)
+    opener, reply = await boot_to_opener(sim)
+    assert [line for line in sim.log.lines if "codec: %s front end up" % board in line]
+    seconds, speech = voiced(reply["wav"])
+    assert seconds > 0.5 and speech > 0.3
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
