@@ -187,3 +187,23 @@ def test_models_record_writes_to_registers_the_chip_does_not_have():
     bus.writeto_mem(0x19, 0x07, b"\x01")      # the PCA9557 has four registers
     t.eq(fe.models["es8311"].unknown, [(0x20, 0x55)], "es8311")
     t.eq(fe.models["pca9557"].unknown, [(0x07, 0x01)], "pca9557")
+
+
+def test_a_duplex_board_with_one_es8311_gates_its_mic_on_the_adc():
+    # An ES8311-only board (DAC and ADC on one chip, standard I2S both ways),
+    # the most common xiaozhi wiring: a profile is all it takes.
+    p = _profile("esp32-s3-box-3")
+    p["name"] = "duplex-test"
+    p["audio"] = {"mode": "duplex", "rate": 24000, "mic_rate": 24000,
+                  "pins": {"mclk": 2, "bclk": 17, "ws": 45, "dout": 15, "din": 16}}
+    p["codecs"] = [{"chip": "es8311", "addr": 0x18, "role": "both", "mic_gain_db": 24}]
+    profiles.validate(p)
+    fe = HostFrontend(I2CBus(), p)
+    t.true("state machine off" in fe.mic_fault(), fe.mic_fault())
+    fe.open()
+    fe.set_volume(50)
+    t.eq((fe.speaker_fault(), fe.mic_fault()), (None, None), "both paths on")
+    t.eq(fe.dac.regs[0x16], 4, "mic gain 24 dB")
+    fe.power_down()
+    t.true("state machine off" in fe.mic_fault(), "mic down before standby")
+    t.eq(profiles.engine_args(p)["mode"], 0, "xzaudio.MODE_DUPLEX")
