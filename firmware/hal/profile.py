@@ -196,7 +196,11 @@ def load(path):
 
 def frozen():
     """The profile frozen into the board image (module board_profile)."""
-    import board_profile
+    try:
+        import board_profile
+    except ImportError:
+        raise ProfileError("board: no board profile in this image: build it, or upload the app, "
+                           "with tools/flash.py --board NAME")
     return validate(board_profile.PROFILE)
 
 

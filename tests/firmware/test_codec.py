@@ -207,3 +207,8 @@ def test_a_duplex_board_with_one_es8311_gates_its_mic_on_the_adc():
     fe.power_down()
     t.true("state machine off" in fe.mic_fault(), "mic down before standby")
     t.eq(profiles.engine_args(p)["mode"], 0, "xzaudio.MODE_DUPLEX")
+
+
+def test_an_image_without_a_frozen_profile_says_how_to_get_one():
+    e = t.raises(profiles.ProfileError, profiles.frozen)
+    t.true("tools/flash.py --board NAME" in str(e), str(e))
