@@ -23,6 +23,7 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+import board_profiles  # noqa: E402
 from simkit import alarm_clock, console, mic_input, provision, replies  # noqa: E402
 from simkit.firmware_child import FirmwareChild  # noqa: E402
 from simkit.pty_port import PtyPort  # noqa: E402
@@ -47,6 +48,9 @@ def parse_args(argv):
     p.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     p.add_argument("--pty", action="store_true", help="also serve the console on a pseudo-terminal")
     p.add_argument("--micropython", action="store_true", help="run on the MicroPython unix port")
+    p.add_argument("--board", default=board_profiles.DEFAULT,
+                   help="board profile, firmware/boards/NAME.json (default %s; known: %s)"
+                   % (board_profiles.DEFAULT, ", ".join(board_profiles.known())))
     p.add_argument("--wake-on-alarm", action="store_true",
                    help="after standby, sleep until the RTC alarm and boot again (instead of exiting)")
     args = p.parse_args(argv)
@@ -56,6 +60,10 @@ def parse_args(argv):
         p.error("--mqtt must be HOST:PORT")
     if args.server and not re.match(r"^(wss?|https?)://", args.server):
         p.error("--server must be a ws://, wss:// or http:// URL")
+    try:
+        board_profiles.load(args.board)
+    except board_profiles.ProfileError as e:
+        p.error("--board: %s" % e)
     return args
 
 
@@ -112,7 +120,8 @@ class Sim:
         self.state = state
         self.q = queue.Queue()
         self.fw = FirmwareChild(ROOT, state, micropython=args.micropython, speed=args.speed,
-                                advance=args.advance, sd_dir=args.sd and os.path.abspath(args.sd))
+                                advance=args.advance, sd_dir=args.sd and os.path.abspath(args.sd),
+                                board=board_profiles.path(args.board))
         self.replies = replies.ReplyWatcher(state)
         self.pty = None
         self._mic_n = 0

@@ -41,8 +41,10 @@ def _die_with_parent():
 
 
 class FirmwareChild:
-    def __init__(self, root, state_dir, micropython=False, speed=None, advance=None, sd_dir=None):
+    def __init__(self, root, state_dir, micropython=False, speed=None, advance=None, sd_dir=None,
+                 board=None):
         self.root = root
+        self.board = board  # a board profile file (firmware/boards/NAME.json)
         self.state_dir = state_dir
         self.micropython = micropython
         self.speed = speed
@@ -60,6 +62,8 @@ class FirmwareChild:
             args += ["--advance", str(self.advance)]
         if self.sd_dir:
             args += ["--sd", self.sd_dir]
+        if self.board:
+            args += ["--board", str(self.board)]
         return args
 
     def env(self):
