@@ -15,6 +15,7 @@ from machine import Pin
 from hal.sdfs import CardFS
 from hal.esp32.clock import Clock
 from hal.esp32.power import Power
+from hal.esp32.voice import Voice
 from hal.esp32.wifi import Wifi
 
 PINS = {
@@ -23,27 +24,6 @@ PINS = {
     "btn_boot": 0, "btn_vol_up": 40, "btn_vol_down": 39,
 }
 SD_MOUNT = "/sd"
-
-
-class Voice:
-    """Wake word and command words need the speech engine C module, which
-    this firmware does not contain yet: `available` is False and no event
-    ever arrives."""
-
-    available = False
-
-    def __init__(self):
-        self.enabled = True
-        self._never = asyncio.Event()
-
-    def enable(self, on):
-        self.enabled = bool(on)
-
-    def poll(self):
-        return None
-
-    async def next_event(self):
-        await self._never.wait()
 
 
 class Esp32Board:
