@@ -58,33 +58,32 @@ def test_the_board_glue_compiles_against_esp_idf_and_the_components():
     assert "SR_WN_WN9_NIHAOXIAOZHI_TTS=1" in r.stdout and "SR_MN_CN_MULTINET7_QUANT=1" in r.stdout
 
 
+def check_broken_copy(tmp_path, rel, old, new):
+    """The check on a copy of the module with OLD replaced by NEW in REL:
+    (exit status, {file: status}, output with plain quotes)."""
+    module = tmp_path / "xzaudio"
+    shutil.copytree(XZ, module)
+    src = module / rel
+    text = src.read_text()
+    assert old in text
+    src.write_text(text.replace(old, new, 1))
+    r = run_check("--module", str(module), "--micropython", "", "--build", str(tmp_path / "build"))
+    return r.returncode, dict(status_lines(r.stdout)), r.stdout.replace("\u2018", "'").replace("\u2019", "'")
+
+
 def test_a_wrong_component_api_use_fails_the_check(tmp_path):
     """The check is not a rubber stamp: a field esp_audio_codec does not
     have (as an API change between versions would leave) fails it."""
-    module = tmp_path / "xzaudio"
-    shutil.copytree(XZ, module)
-    src = module / "esp32" / "xz_mp3task.c"
-    text = src.read_text()
-    assert "out.needed_size" in text
-    src.write_text(text.replace("out.needed_size", "out.needed_bytes", 1))
-    r = run_check("--module", str(module), "--micropython", "", "--build", str(tmp_path / "build"))
-    assert r.returncode == 1
-    seen = dict(status_lines(r.stdout))
+    rc, seen, out = check_broken_copy(tmp_path, "esp32/xz_mp3task.c", "out.needed_size", "out.needed_bytes")
+    assert rc == 1
     assert seen["esp32/xz_mp3task.c"] == "FAILED" and seen["esp32/xz_engine.c"] == "ok"
-    assert "has no member named 'needed_bytes'" in r.stdout.replace("\u2018", "'").replace("\u2019", "'")
+    assert "has no member named 'needed_bytes'" in out
 
 
 def test_a_wrong_esp_sr_api_use_fails_the_check(tmp_path):
     """The speech engine is compiled against esp-sr's own headers: a field
     its AFE result does not have fails it."""
-    module = tmp_path / "xzaudio"
-    shutil.copytree(XZ, module)
-    src = module / "esp32" / "xz_speech.c"
-    text = src.read_text()
-    assert "res->wake_word_index" in text
-    src.write_text(text.replace("res->wake_word_index", "res->wake_index", 1))
-    r = run_check("--module", str(module), "--micropython", "", "--build", str(tmp_path / "build"))
-    assert r.returncode == 1
-    seen = dict(status_lines(r.stdout))
+    rc, seen, out = check_broken_copy(tmp_path, "esp32/xz_speech.c", "res->wake_word_index", "res->wake_index")
+    assert rc == 1
     assert seen["esp32/xz_speech.c"] == "FAILED" and seen["esp32/xz_i2s.c"] == "ok"
-    assert "has no member named 'wake_index'" in r.stdout.replace("\u2018", "'").replace("\u2019", "'")
+    assert "has no member named 'wake_index'" in out
