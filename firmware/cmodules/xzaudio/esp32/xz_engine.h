@@ -1,12 +1,12 @@
-/* The audio engine (on the board: I2S in one of three wirings, the codec task that
- * owns every libopus call, and the MP3 task). The MicroPython binding talks
- * to it only through this header; all calls are non-blocking except
- * xz_engine_call, which runs a function on the codec task's large stack
- * and waits for it.
+/* The audio engine (on the board: I2S in one of three wirings, the codec
+ * task that owns every libopus call and feeds the speech engine, and the
+ * MP3 task). The MicroPython binding talks to it only through this header;
+ * all calls are non-blocking except xz_engine_call, which runs a function
+ * on the codec task's large stack and waits for it.
  *
  * The board's engine (xz_engine.c, xz_i2s.c, xz_mp3task.c) needs ESP-IDF
- * 5.x (driver/i2s_std.h, FreeRTOS, espressif/esp_audio_codec); the unix
- * port implements this header with ../host/xz_engine_host.c.
+ * 5.x (driver/i2s_std.h and i2s_tdm.h, FreeRTOS, espressif/esp_audio_codec);
+ * the unix port implements this header with ../host/xz_engine_host.c.
  */
 #ifndef XZ_ENGINE_H
 #define XZ_ENGINE_H
