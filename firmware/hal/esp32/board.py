@@ -7,7 +7,6 @@
 # wake the chip from deep sleep; the profile check refuses any other.
 import os
 
-import asyncio
 import esp32
 import machine
 from machine import Pin
@@ -17,31 +16,11 @@ from hal import profile as profiles
 from hal.sdfs import CardFS
 from hal.esp32.clock import Clock
 from hal.esp32.power import Power
+from hal.esp32.voice import Voice
 from hal.esp32.wifi import Wifi
 
 SD_MOUNT = "/sd"
 _log = log.get("board")
-
-
-class Voice:
-    """Wake word and command words need the speech engine C module, which
-    this firmware does not contain yet: `available` is False and no event
-    ever arrives."""
-
-    available = False
-
-    def __init__(self):
-        self.enabled = True
-        self._never = asyncio.Event()
-
-    def enable(self, on):
-        self.enabled = bool(on)
-
-    def poll(self):
-        return None
-
-    async def next_event(self):
-        await self._never.wait()
 
 
 class NoLine:
