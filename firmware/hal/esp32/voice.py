@@ -156,6 +156,12 @@ class Voice:
             ev = self.poll()
             if ev is not None:
                 return ev
-            # The asyncio poller wakes this task when the engine queues an
-            # event (the object polls readable), as audio.py's streams wait.
-            yield _core._io_queue.queue_read(self._sp)
+            await self._readable()
+
+    async def _readable(self):
+        # The asyncio poller wakes this task when the engine queues an
+        # event (the object polls readable), as audio.py's streams wait. A
+        # coroutine is a generator in MicroPython, so its bare yield reaches
+        # the scheduler; apart from next_event, which returns a value, so
+        # the file stays valid CPython too (the board's tests import it).
+        yield _core._io_queue.queue_read(self._sp)
