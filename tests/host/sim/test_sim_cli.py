@@ -3,6 +3,7 @@ of the simulator sees on its console (JSON lines, each a valid sim.event),
 the reply WAVs it writes, and how it ends."""
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -181,6 +182,25 @@ async def test_micropython_board_hears_the_opener(start_server, run_sim, tmp_pat
     await sim.send("quit")
     assert await sim.wait_exit() == 0
     assert sim.bad_lines == []
+
+
+async def test_pip_64_bit_port_runs_a_conversation_and_says_its_heap_is_not_the_boards(
+        start_server, run_sim, tmp_path, monkeypatch):
+    # A newcomer without the MicroPython source has only pip's 64-bit port:
+    # at 256 KB it died with MemoryError at the server's first MCP message.
+    pip_port = Path(sys.executable).parent / "micropython"
+    if not pip_port.exists():
+        pytest.skip("pip's MicroPython unix port is not installed")
+    monkeypatch.setenv("XIAOZHI_MICROPYTHON", str(pip_port))
+    server = await start_server(config(None))
+    sim = await run_sim(tmp_path / "state", "--micropython", "--server", server.ws.url)
+    await boot_to_opener(sim)
+    await sim.send("status")
+    assert (await sim.wait_event("status"))["state"] == "listening"
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    text = "\n".join(sim.lines)
+    assert "MemoryError" not in text and "64-bit MicroPython port" in text
 
 
 @pytest.mark.parametrize("args", [["--device-id", "board-7"], ["--mqtt", "nohost"], ["--server", "ftp://x"]])
