@@ -55,9 +55,14 @@ def client_id(board):
     buf = bytearray(36)
     try:
         n = ns.get_blob("client_id", buf)
-        return bytes(buf[:n]).decode()
+        cid = bytes(buf[:n]).decode()
+        if n == 36 and cid.count("-") == 4:
+            return cid
+        _log.warn("NVS client_id %r is not a UUID: a new one is made", cid)
     except OSError:
-        pass
+        pass   # none yet, or larger than a UUID (NVS_INVALID_LENGTH): made anew
+    except UnicodeError:
+        _log.warn("NVS client_id does not decode: a new one is made")
     h = binascii.hexlify(os.urandom(16)).decode()
     cid = "%s-%s-4%s-a%s-%s" % (h[:8], h[8:12], h[13:16], h[17:20], h[20:32])
     ns.set_blob("client_id", cid.encode())

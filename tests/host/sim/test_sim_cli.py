@@ -184,6 +184,24 @@ async def test_micropython_board_hears_the_opener(start_server, run_sim, tmp_pat
     assert sim.bad_lines == []
 
 
+@pytest.mark.parametrize("nvs", [
+    b"\x00\xff\x13 flash garbage", b'{"xiaozhi": {"pending.g": ["i", 0], "pending.0": ["b", "7b22',
+    # a partition that reads, with values no firmware wrote: the client id
+    # is not UTF-8, the pending record is a list
+    b'{"xiaozhi": {"client_id": ["b", "fffe41"], "pending.g": ["i", 0], "pending.0": ["b", "5b315d"]}}'])
+async def test_a_corrupt_nvs_partition_boots_to_chat_with_a_log_line(start_server, run_sim, tmp_path, nvs):
+    server = await start_server(config(None))
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "nvs.json").write_bytes(nvs)
+    sim = await run_sim(state, "--server", server.ws.url)
+    await boot_to_opener(sim)
+    text = "\n".join(sim.lines)
+    assert "erased, booting on defaults" in text or "treated as absent" in text or "new one is made" in text
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+
+
 async def test_pip_64_bit_port_runs_a_conversation_and_says_its_heap_is_not_the_boards(
         start_server, run_sim, tmp_path, monkeypatch):
     # A newcomer without the MicroPython source has only pip's 64-bit port:
