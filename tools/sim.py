@@ -200,8 +200,10 @@ class Sim:
         if ev is None:
             self.log(text)
             return
-        if ev["event"] == "state":
-            self._report_replies()  # a reply is saved before the state leaves speaking
+        if ev["event"] in ("state", "menu"):
+            # A reply is saved before the state leaves speaking; a line the
+            # device says by itself (the voice menu) before its menu event.
+            self._report_replies()
         self.emit(ev)
 
     def _report_replies(self):

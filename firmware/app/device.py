@@ -105,7 +105,7 @@ class Device:
         self.dropped_frames = 0      # downstream Opus that arrived while not speaking
         self.tools_listed = asyncio.Event()  # the server has read our last tools/list page
         from app.entry.entry import Entry
-        self.entry = Entry(self)
+        self.entry = Entry(board, cfg, self.bus, self.player, self.state, self.power.request, self)
 
     # ---- events out ----
 
@@ -131,6 +131,9 @@ class Device:
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
         if self.cfg.get("ota_url"):
+            # heap.load: the OTA check and its HTTP client are large and come
+            # after Wi-Fi's garbage; a collection first (unix port). Dropped
+            # after boot (heap.AFTER_BOOT).
             await heap.load("app.boot.ota").configure(self)
         self.state.go(proto.STATE_IDLE)
         return True
@@ -228,6 +231,11 @@ class Device:
                 return
             if self.channel.is_open() and not self.state.is_(proto.STATE_LISTENING, proto.STATE_SPEAKING):
                 await self._start_listening()
+
+    def call(self, method, params, timeout_ms):
+        """A JSON-RPC request to the server over the channel (its answer, or
+        None when the connection ended)."""
+        return self.channel.call(method, params, timeout_ms)
 
     async def stop_all(self, reason):
         """The one generic stop: the player, a reply in flight (abort with

@@ -7,12 +7,14 @@
 #   start()        firmware/main.py: the START modules, biggest first, with a
 #                  collection between them, so the compiler always finds
 #                  contiguous memory while the heap is young;
-#   load(name)     a module needed later, after a collection: the gateway and
-#                  hand-off (first task that is not the default chat), the
-#                  alarm table (a boot with alarms, the chip's INT, SET_ALARM),
-#                  the boot resolver (every boot), the options and the OTA
-#                  check (app/boot/, every boot), the command table (first
-#                  phrase), the MQTT side (only with mqtt.url);
+#   load(name)     a large module needed late, after a collection so the
+#                  compiler finds room among the boot's garbage: the boot
+#                  resolver (every boot), the OTA check (app/boot/, every boot
+#                  with an ota_url), the MQTT side (only with mqtt.url). Each
+#                  call says why. Smaller late parts (the gateway and hand-off,
+#                  the alarm table, the command table, the options) are plain
+#                  function-level imports in the code that uses them, so a
+#                  reader sees the dependency;
 #   forget(name)   a module that has done its job: AFTER_BOOT (options,
 #                  configuration, OTA) once the boot is over, the boot
 #                  resolver and the alarm table after the boot used them

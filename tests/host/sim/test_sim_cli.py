@@ -132,6 +132,48 @@ async def test_power_cut_ends_without_standby(run_sim, tmp_path):
     assert sim.find("standby") == []
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+async def test_the_voice_menu_asks_aloud_offline_and_says_when_it_times_out(run_sim, tmp_path, lang):
+    # 「切换模式」 with no server: the device itself asks which mode (the
+    # lines rendered into the assets), in the child's language, and says a
+    # line when no answer comes. Both are heard: a reply WAV each.
+    import json
+    table = json.loads((ROOT / "firmware" / "assets" / "commands.json").read_text(encoding="utf-8"))
+    table["menu_timeout_ms"] = 1500
+    state = tmp_path / "state"
+    state.mkdir()
+    (tmp_path / "commands.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    (state / "config.json").write_text(json.dumps({"commands_path": str(tmp_path / "commands.json"),
+                                                   "language": lang}))
+    sim = await run_sim(state, "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
+    await sim.wait_event("state", state="idle", since=2)
+    mark = sim.mark()
+    await sim.send("phrase 切换模式")
+    menu = await sim.wait_event("menu", what="open")     # once asked: the reply comes first
+    assert menu["step"] == "voice_entry" and menu["spoken"] is True
+    assert menu["choices"] == ["打开翻译", "开始复读", "我们来聊天吧"]
+    index = json.loads((ROOT / "firmware" / "assets" / "prompts" / "index.json").read_text(encoding="utf-8"))
+    asked = sim.find("reply", since=mark)
+    assert len(asked) == 1, sim.events[mark:]
+    seconds, speech = voiced(asked[0]["wav"])
+    assert abs(seconds - index["voice_entry"][lang]["seconds"]) < 0.2 and speech > 0.3
+    mark = sim.mark()
+    await sim.wait_event("menu", what="timeout", since=mark)
+    said = sim.find("reply", since=mark)
+    assert len(said) == 1, sim.events[mark:]
+    said = said[0]
+    seconds, speech = voiced(said["wav"])
+    assert abs(seconds - index["menu_timeout"][lang]["seconds"]) < 0.2 and speech > 0.3
+    # The menu is closed: its choices are no command words any more.
+    await sim.send("phrase 打开翻译")
+    await sim.send("status")
+    await sim.wait_event("status", since=sim.events.index(said))
+    assert not sim.find("task", app_id="english_translation")
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    assert sim.bad_lines == []
+
+
 async def test_console_commands_answer_as_events(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
     await sim.wait_event("state", state="idle", since=2)
