@@ -200,9 +200,11 @@ class Sim:
         if ev is None:
             self.log(text)
             return
-        if ev["event"] in ("state", "menu"):
-            # A reply is saved before the state leaves speaking; a line the
-            # device says by itself (the voice menu) before its menu event.
+        if ev["event"] == "menu" or (ev["event"] == "state" and ev.get("previous") == "speaking"):
+            # Replies are whole then: a server's reply is saved before the
+            # state leaves speaking, a line the device says by itself (the
+            # voice menu) before its menu event. Not on other state changes,
+            # which may come while a line is still being played.
             self._report_replies()
         self.emit(ev)
 

@@ -132,8 +132,8 @@ async def test_power_cut_ends_without_standby(run_sim, tmp_path):
     assert sim.find("standby") == []
 
 
-@pytest.mark.parametrize("lang", ["zh", "en"])
-async def test_the_voice_menu_asks_aloud_offline_and_says_when_it_times_out(run_sim, tmp_path, lang):
+@pytest.mark.parametrize("lang,port", [("zh", []), ("en", []), ("zh", ["--micropython"])])
+async def test_the_voice_menu_asks_aloud_offline_and_says_when_it_times_out(run_sim, tmp_path, lang, port):
     # 「切换模式」 with no server: the device itself asks which mode (the
     # lines rendered into the assets), in the child's language, and says a
     # line when no answer comes. Both are heard: a reply WAV each.
@@ -145,7 +145,7 @@ async def test_the_voice_menu_asks_aloud_offline_and_says_when_it_times_out(run_
     (tmp_path / "commands.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
     (state / "config.json").write_text(json.dumps({"commands_path": str(tmp_path / "commands.json"),
                                                    "language": lang}))
-    sim = await run_sim(state, "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
+    sim = await run_sim(state, "--server", "ws://127.0.0.1:9/xiaozhi/v1/", *port)
     await sim.wait_event("state", state="idle", since=2)
     mark = sim.mark()
     await sim.send("phrase 切换模式")
