@@ -33,6 +33,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "server"))
+sys.path.append(os.path.join(ROOT, "firmware"))   # the command table's reader
 
 RATE = 24000            # the downstream rate the device's speaker plays
 FRAME_SAMPLES = RATE * 60 // 1000
@@ -42,18 +43,10 @@ MAX_FRAME = 512         # firmware/app/entry/prompts.py's frame buffer
 
 
 def choices(table, step):
-    """The phrases a menu step offers, one per action, in table order;
-    reserved slots (apps not available yet) are not offered."""
-    out, seen = [], set()
-    for e in table["steps"][step]:
-        a = e["action"]
-        if a.get("reserved") or "menu" in a:
-            continue
-        k = (a["app_id"], a["task_id"])
-        if k not in seen:
-            seen.add(k)
-            out.append(e["phrase"])
-    return out
+    """The phrases a menu step offers: the firmware's own rule
+    (app/entry/commands.py), so the device says what it listens for."""
+    from app.entry.commands import Commands
+    return Commands(table, None).choices(step)
 
 
 def lines(table):

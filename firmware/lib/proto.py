@@ -573,14 +573,6 @@ DOWN = 'down'
 DOWNSTREAM_SAMPLE_RATE = const(24000)
 DUPLICATE_WINDOW_MS = const(15000)
 EMOTIONS = ('neutral', 'happy', 'laughing', 'funny', 'sad', 'angry', 'crying', 'loving', 'embarrassed', 'surprised', 'shocked', 'thinking', 'winking', 'cool', 'relaxed', 'delicious', 'kissy', 'confident', 'sleepy', 'silly', 'confused')
-EVENT_ALARM_FAILED = 'alarm_failed'
-EVENT_ALARM_MISSED = 'alarm_missed'
-EVENT_ALARM_SKIPPED = 'alarm_skipped'
-EVENT_ONLINE = 'online'
-EVENT_PLAYER_DONE = 'player_done'
-EVENT_REQUEST_DROPPED = 'request_dropped'
-EVENT_TASK = 'task'
-EVENT_VOICE_REFUSED = 'voice_refused'
 FRAME_DURATION_MS = const(60)
 FRAME_JSON = const(1)
 FRAME_OPUS = const(0)
@@ -609,7 +601,6 @@ ON_FINISH = ('default', 'stay')
 PLAYER_STATES = ('idle', 'playing', 'paused')
 PLAY_STATUSES = ('playing', 'duplicate_ignored')
 PROMPT_MODES = ('agent', 'agent_proactive', 'translator', 'none')
-REPORT_EVENTS = ('online', 'task', 'player_done', 'alarm_failed', 'alarm_skipped', 'alarm_missed', 'voice_refused', 'request_dropped')
 RPC_INTERNAL_ERROR = const(-32603)
 RPC_INVALID_PARAMS = const(-32602)
 RPC_INVALID_REQUEST = const(-32600)
@@ -668,7 +659,7 @@ WS_MESSAGE_TYPES = ('abort', 'alert', 'goodbye', 'hello', 'iot', 'listen', 'llm'
 
 # ---- schemas (checks only; descriptions live in the sources) ----
 SCHEMAS = SchemaFile('proto_schemas.txt')
-_NAMES = {'common.audio_params': 'audio_params', 'common.device_state': 'device_state', 'common.emotion': 'emotion', 'common.identifier': 'identifier', 'common.interaction_mode': 'interaction_mode', 'common.listen_mode': 'listen_mode', 'common.report_event': 'report_event', 'common.session_id': 'session_id', 'common.source': 'source', 'common.standby_cause': 'standby_cause', 'common.task_params': 'task_params', 'common.wake_cause': 'wake_cause', 'jsonrpc.app_start_task_params': 'app_start_task_params', 'jsonrpc.app_start_task_result': 'app_start_task_result', 'jsonrpc.error': 'error', 'jsonrpc.initialize_params': 'initialize_params', 'jsonrpc.initialize_result': 'initialize_result', 'jsonrpc.message': 'message', 'jsonrpc.tool': 'tool', 'jsonrpc.tools_call_params': 'tools_call_params', 'jsonrpc.tools_call_result': 'tools_call_result', 'jsonrpc.tools_list_params': 'tools_list_params', 'jsonrpc.tools_list_result': 'tools_list_result', 'mqtt.ack': 'ack', 'mqtt.envelope': 'envelope', 'mqtt.play_media': 'play_media', 'mqtt.set_alarm': 'set_alarm', 'mqtt.start_app_task': 'start_app_task', 'mqtt.state': 'state', 'mqtt.unset_alarm': 'unset_alarm', 'ota.response': 'response', 'registry.pending_task': 'pending_task', 'result:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume.result', 'result:self.get_device_status': 'self.get_device_status.result', 'result:self.mp3.get_list': 'self.mp3.get_list.result', 'result:self.mp3.get_status': 'self.mp3.get_status.result', 'result:self.mp3.play': 'self.mp3.play.result', 'result:self.mp3.stop': 'self.mp3.stop.result', 'result:self.power_off': 'self.power_off.result', 'tool:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume', 'tool:self.get_device_status': 'self.get_device_status', 'tool:self.mp3.get_list': 'self.mp3.get_list', 'tool:self.mp3.get_status': 'self.mp3.get_status', 'tool:self.mp3.play': 'self.mp3.play', 'tool:self.mp3.stop': 'self.mp3.stop', 'tool:self.power_off': 'self.power_off', 'ws.abort': 'abort', 'ws.alert': 'alert', 'ws.goodbye': 'goodbye', 'ws.hello_device': 'hello', 'ws.hello_server': 'hello', 'ws.iot': 'iot', 'ws.listen': 'listen', 'ws.llm': 'llm', 'ws.mcp': 'mcp', 'ws.stt': 'stt', 'ws.system': 'system', 'ws.tts': 'tts'}
+_NAMES = {'common.audio_params': 'audio_params', 'common.device_state': 'device_state', 'common.emotion': 'emotion', 'common.identifier': 'identifier', 'common.interaction_mode': 'interaction_mode', 'common.listen_mode': 'listen_mode', 'common.session_id': 'session_id', 'common.source': 'source', 'common.standby_cause': 'standby_cause', 'common.task_params': 'task_params', 'common.wake_cause': 'wake_cause', 'jsonrpc.app_start_task_params': 'app_start_task_params', 'jsonrpc.app_start_task_result': 'app_start_task_result', 'jsonrpc.error': 'error', 'jsonrpc.initialize_params': 'initialize_params', 'jsonrpc.initialize_result': 'initialize_result', 'jsonrpc.message': 'message', 'jsonrpc.tool': 'tool', 'jsonrpc.tools_call_params': 'tools_call_params', 'jsonrpc.tools_call_result': 'tools_call_result', 'jsonrpc.tools_list_params': 'tools_list_params', 'jsonrpc.tools_list_result': 'tools_list_result', 'mqtt.ack': 'ack', 'mqtt.envelope': 'envelope', 'mqtt.play_media': 'play_media', 'mqtt.set_alarm': 'set_alarm', 'mqtt.start_app_task': 'start_app_task', 'mqtt.state': 'state', 'mqtt.unset_alarm': 'unset_alarm', 'ota.response': 'response', 'registry.pending_task': 'pending_task', 'result:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume.result', 'result:self.get_device_status': 'self.get_device_status.result', 'result:self.mp3.get_list': 'self.mp3.get_list.result', 'result:self.mp3.get_status': 'self.mp3.get_status.result', 'result:self.mp3.play': 'self.mp3.play.result', 'result:self.mp3.stop': 'self.mp3.stop.result', 'result:self.power_off': 'self.power_off.result', 'tool:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume', 'tool:self.get_device_status': 'self.get_device_status', 'tool:self.mp3.get_list': 'self.mp3.get_list', 'tool:self.mp3.get_status': 'self.mp3.get_status', 'tool:self.mp3.play': 'self.mp3.play', 'tool:self.mp3.stop': 'self.mp3.stop', 'tool:self.power_off': 'self.power_off', 'ws.abort': 'abort', 'ws.alert': 'alert', 'ws.goodbye': 'goodbye', 'ws.hello_device': 'hello', 'ws.hello_server': 'hello', 'ws.iot': 'iot', 'ws.listen': 'listen', 'ws.llm': 'llm', 'ws.mcp': 'mcp', 'ws.stt': 'stt', 'ws.system': 'system', 'ws.tts': 'tts'}
 WS_SCHEMAS = {'abort:up': 'ws.abort', 'alert:down': 'ws.alert', 'goodbye:both': 'ws.goodbye', 'hello:down': 'ws.hello_server', 'hello:up': 'ws.hello_device', 'iot:up': 'ws.iot', 'listen:up': 'ws.listen', 'llm:down': 'ws.llm', 'mcp:both': 'ws.mcp', 'stt:down': 'ws.stt', 'system:down': 'ws.system', 'tts:down': 'ws.tts'}
 DEVICE_TOOLS_JSON = [
     '{"name":"self.get_device_status","description":"Current device status: speaker volume, battery, network, and the SD player. Use it before changing a setting, or when asked how the device is.","inputSchema":{"type":"object","properties":{}}}',

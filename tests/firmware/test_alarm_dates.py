@@ -32,7 +32,10 @@ def state_dir(tag):
     try:
         import os
         os.stat("/dev/shm")
-        base = "/dev/shm/xz-fw-%d" % (os.getpid() if hasattr(os, "getpid") else 0)
+        # One directory per run, as t.tmpdir: the unix port has no getpid, and
+        # suites run at once (other checkouts, both heaps) shared "xz-fw-0"
+        # and cut each other's boards (the thousand-cuts test failed so).
+        base = "/dev/shm/" + t._base().rsplit("/", 1)[-1]
         for p in (base, base + "/" + tag):
             try:
                 os.mkdir(p)

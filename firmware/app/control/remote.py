@@ -90,7 +90,7 @@ class Remote:
 
     async def _on_connect(self):
         self.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)
-        await self.report(proto.EVENT_ONLINE)
+        await self.report("online")
         acks, late, self._late_acks, self._late = self._late_acks, self._late, [], []
         for rid, out in acks:
             await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,

@@ -28,9 +28,10 @@ from app import heap
 from app.entry.task import REC_CACHED, REC_PENDING
 from app.player.player import IDLE
 from flag import Flag
-from priority import REFUSE
 
 _ASSET_PATHS = ("/assets/commands.json", "assets/commands.json", "firmware/assets/commands.json")
+
+EVENT_ALARM_MISSED = "alarm_missed"   # rpt/state event; its `alarm` field: mqtt/state.json
 
 _log = log.get("entry")
 
@@ -180,7 +181,7 @@ class Entry:
     def report_missed(self, miss):
         msg = "alarm %s of %d skipped: the board came up %d s late (grace %d s)" % (
             miss["alarm_id"], miss["at"], miss["late_s"], miss["grace_s"])
-        asyncio.create_task(self.report(proto.EVENT_ALARM_MISSED, msg, alarm=miss))
+        asyncio.create_task(self.report(EVENT_ALARM_MISSED, msg, alarm=miss))
 
     # ---- alarms while on ----
 
@@ -194,6 +195,7 @@ class Entry:
             from app.entry.alarms import task_of   # loaded by alarm_table() above
             t = task_of(entry)
             verdict, why = self.gateway.verdict(proto.SOURCE_SCHEDULE)
+            from priority import REFUSE      # loaded with the gateway
             if verdict == REFUSE:
                 _log.warn("alarm %s skipped: %s", entry["alarm_id"], why)
                 self.bus.emit("alarm", alarm_id=entry["alarm_id"], at=self.now(), what="fired",
@@ -215,6 +217,7 @@ class Entry:
         if self._gateway is None:
             return True  # nothing but the default chat has run
         verdict, why = self._gateway.user_wake()
+        from priority import REFUSE          # loaded with the gateway
         if verdict != REFUSE:
             return True
         _log.info("wake word %r ignored: %s", word, why)

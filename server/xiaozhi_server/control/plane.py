@@ -45,6 +45,7 @@ MAX_WAITERS = 1000
 RESEND_AFTER_S = 2.0
 # ...and starts at most one re-send round per device in this long.
 RESEND_INTERVAL_S = 30.0
+ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
 # Live schedules per device: the board keeps at most 8 alarms (firmware/app/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
 
@@ -320,7 +321,7 @@ class ControlPlane:
             log.warning("ignored state report from %s: %s", device_id, err)
             return
         await self.store.save_state(device_id, msg)
-        if msg.get("event") == proto.EVENT_ALARM_MISSED and "alarm" in msg:
+        if msg.get("event") == ALARM_MISSED and "alarm" in msg:
             # The parents see it with the schedule (GET .../schedules), not only
             # in the last report, which the board's next one replaces.
             miss = dict(msg["alarm"], reported_at=msg.get("timestamp"), message=msg.get("message"))

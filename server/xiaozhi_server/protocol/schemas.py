@@ -51,16 +51,6 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                        'format': 'identifier'},
  'common.interaction_mode': {'enum': ['CHAT', 'PLAY_AUDIO', 'TRANSLATION']},
  'common.listen_mode': {'enum': ['auto', 'manual', 'realtime']},
- 'common.report_event': {'description': 'Events the device names in its rpt/state reports (the '
-                                        '`event` field stays an open string for other devices).',
-                         'enum': ['online',
-                                  'task',
-                                  'player_done',
-                                  'alarm_failed',
-                                  'alarm_skipped',
-                                  'alarm_missed',
-                                  'voice_refused',
-                                  'request_dropped']},
  'common.session_id': {'type': 'string', 'maxLength': 128},
  'common.source': {'description': 'Which entry channel asked for a task; the priority table is '
                                   'SOURCE_PRIORITY.',
@@ -650,7 +640,7 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                'event': {'type': 'string', 'maxLength': 64},
                                'message': {'type': 'string', 'maxLength': 500},
                                'timestamp': {'type': 'integer', 'minimum': 0},
-                               'alarm': {'description': 'With event alarm_missed: an alarm whose '
+                               'alarm': {'description': 'With event "alarm_missed": an alarm whose '
                                                         'time passed while the board had no power '
                                                         'and that was skipped, being later than '
                                                         "the device's grace window "
