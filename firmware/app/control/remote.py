@@ -37,7 +37,7 @@ class Remote:
     NVS records (the cached command), the chip (the time), the event bus,
     and the player and device state for the reports."""
 
-    LATE_MAX = const(4)   # reports said before the broker answered, kept for the connect
+    LATE_MAX = const(5)   # kept for the connect: the boot's late ack and four reports
 
     def __init__(self, m, dev_id, gateway, alarm_table, records, rtc, bus, player, state):
         self.gateway = gateway
@@ -47,8 +47,9 @@ class Remote:
         self.bus = bus
         self.player = player
         self.state = state
-        self._late_acks = []      # (req_id, outcome) of cached commands run at boot
-        self._late = []           # (event, message, fields) said before the broker answered
+        # Said before the broker answered, sent at the connect: (req_id, outcome)
+        # acks of cached commands the boot ran, (event, message, fields) reports.
+        self._late = []
         self.control = control_mod.Control(dev_id, self._publish, {
             proto.ACTION_START_APP_TASK: self._start_app_task,
             proto.ACTION_SET_ALARM: self._set_alarm,
@@ -68,7 +69,7 @@ class Remote:
 
     def ack_late(self, req_id, outcome):
         """The ack of a cached command the boot ran: sent once connected."""
-        self._late_acks.append((req_id, outcome))
+        self._late.append((req_id, outcome))
 
     def _acked(self, req_id, action, code, reason, message):
         self.bus.emit("mqtt", action=action, req_id=req_id, ok=code == proto.ACK_ACCEPTED,
@@ -91,12 +92,14 @@ class Remote:
     async def _on_connect(self):
         self.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)
         await self.report("online")
-        acks, late, self._late_acks, self._late = self._late_acks, self._late, [], []
-        for rid, out in acks:
-            await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
-                                   out["reason"])
-        for event, message, fields in late:
-            await self.report(event, message, **fields)
+        late, self._late = self._late, []
+        for item in late:
+            if len(item) == 2:
+                rid, out = item
+                await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
+                                       out["reason"])
+            else:
+                await self.report(item[0], item[1], **item[2])
 
     async def report(self, event, message=None, **fields):
         if self.mqtt is None or not self.mqtt.connected:

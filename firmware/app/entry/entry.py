@@ -73,9 +73,7 @@ class Entry:
         if self._gateway is None:
             from app.entry.handoff import HandOff
             from app.entry.gateway import Gateway
-            s = self.session
-            self._gateway = Gateway(HandOff(self.player, s.stop_all, s.listen, s.connect, s.tools_listed, s.call),
-                                    self.bus)
+            self._gateway = Gateway(HandOff(self.player, self.session), self.bus)
         return self._gateway
 
     def player_event(self, event):
