@@ -56,9 +56,9 @@ def test_a_lesson_missed_by_more_than_the_window_is_skipped_logged_and_kept_for_
     t.true([ln for ln in lines if "skipped" in ln and "seven" in ln], "a log line")
     t.eq(e.alarms.find("seven"), None, "spent: it does not run at the next boot either")
     t.eq(e.pending()["app_id"], "chat", "nothing waits for it")
-    t.eq(len(e._missed), 1, "kept for the parents' report (rpt/state alarm_missed)")
+    t.eq(len(e.missed_alarms), 1, "kept for the parents' report (rpt/state alarm_missed)")
     rep = proto.mqtt_state("02:00:00:00:00:01", "idle", event="alarm_missed", message="x",
-                           alarm=e._missed[0])
+                           alarm=e.missed_alarms[0])
     t.eq(proto.validate("mqtt.state", rep), None)
 
 

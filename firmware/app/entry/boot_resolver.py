@@ -51,7 +51,7 @@ def boot(entry):
         elif table.missed is not None:
             m = table.missed
             entry.bus.emit("alarm", alarm_id=m["alarm_id"], at=m["at"], what="missed", late_s=m["late_s"])
-            entry._missed.append(m)
+            entry.missed_alarms.append(m)
         entry.drop_alarms()
         gc.collect()   # room for the schema table's longest line (valid() below)
     t, why = resolve(cause, entry.records.get(REC_CACHED), entry.pending(), due)

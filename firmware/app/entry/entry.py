@@ -64,7 +64,7 @@ class Entry:
         self._gateway = None
         self._commands = None
         self.remote = None        # the MQTT side (app/control/remote.py) when configured
-        self._missed = []         # alarms boot skipped as too late, reported once MQTT starts
+        self.missed_alarms = []   # alarms the boot skipped as too late: reported once MQTT starts
         self._alarm_flag = Flag()
         self._menu_gen = 0        # the voice menu opened last (a newer one or an answer ends it)
 
@@ -167,7 +167,7 @@ class Entry:
             remote = heap.load("app.control.remote")
             self.remote = remote.Remote(m, self.board.wifi.mac_str(), self.gateway, self.alarm_table,
                                         self.records, self.rtc, self.bus, self.player, self.state)
-        for miss in self._missed:
+        for miss in self.missed_alarms:
             self.report_missed(miss)
 
     async def report(self, event, message=None, **fields):
