@@ -174,6 +174,31 @@ async def test_the_voice_menu_asks_aloud_offline_and_says_when_it_times_out(run_
     assert sim.bad_lines == []
 
 
+async def test_the_voice_menu_takes_the_floor_from_a_conversation_and_gives_it_back(
+        start_server, run_sim, tmp_path):
+    # In a conversation: the device stops listening to ask (the server is
+    # not sent the question), and after the menu's timeout it listens again.
+    import json
+    table = json.loads((ROOT / "firmware" / "assets" / "commands.json").read_text(encoding="utf-8"))
+    table["menu_timeout_ms"] = 1500
+    state = tmp_path / "state"
+    state.mkdir()
+    (tmp_path / "commands.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    (state / "config.json").write_text(json.dumps({"commands_path": str(tmp_path / "commands.json")}))
+    server = await start_server(config(None))
+    sim = await run_sim(state, "--server", server.ws.url)
+    await boot_to_opener(sim)
+    mark = sim.mark()
+    await sim.send("phrase 切换模式")
+    await sim.wait_event("menu", what="open")
+    assert sim.find("state", since=mark)[0]["state"] == "idle"      # stopped listening to ask
+    assert len(sim.find("reply", since=mark)) == 1
+    timeout = await sim.wait_event("menu", what="timeout", since=mark)
+    await sim.wait_event("state", state="listening", since=sim.events.index(timeout))
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+
+
 async def test_console_commands_answer_as_events(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
     await sim.wait_event("state", state="idle", since=2)
