@@ -131,10 +131,8 @@ class Device:
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
         if self.cfg.get("ota_url"):
-            # heap.load: the OTA check and its HTTP client are large and come
-            # after Wi-Fi's garbage; a collection first (unix port). Dropped
-            # after boot (heap.AFTER_BOOT).
-            await heap.load("app.boot.ota").configure(self)
+            from app.boot import ota     # with its HTTP client: dropped after boot (heap.AFTER_BOOT)
+            await ota.configure(self)
         self.state.go(proto.STATE_IDLE)
         return True
 

@@ -13,11 +13,10 @@
 # conversation `session` (connect, listen, stop_all, tools_listed, call:
 # app/entry/handoff.py's needs).
 #
-# Its parts are imported when first needed, not at the top: on the unix
+# Its parts are imported where first needed, not at the top: on the unix
 # port every module costs heap (the board runs them frozen), and a plain
-# boot into chat with no broker needs none of them. app/heap.py's load()
-# is kept only where the heap needs a collection before the compiler runs
-# (the module is large and comes late); each says so.
+# boot into chat with no broker needs none of them. app/heap.py forgets
+# the boot's parts after it.
 import asyncio
 
 import ds3231
@@ -121,9 +120,8 @@ class Entry:
     def boot_task(self):
         """(task, why) for this boot: app/entry/boot_resolver.py, loaded for
         the boot and dropped after it with the modules it used."""
-        # heap.load: a collection first, the boot's garbage (options, OTA)
-        # is still about when the resolver is compiled (unix port).
-        t, why = heap.load("app.entry.boot_resolver").boot(self)
+        from app.entry import boot_resolver
+        t, why = boot_resolver.boot(self)
         heap.forget("app.entry.boot_resolver")
         heap.forget("app.entry.task")            # the gateway loads it again
         return t, why
@@ -162,9 +160,7 @@ class Entry:
         asyncio.create_task(self._alarm_loop())
         m = self.cfg.get("mqtt") or {}
         if m.get("url"):
-            # heap.load: the largest part (client, control, buffers), loaded
-            # last and only with a broker; a collection first (unix port).
-            remote = heap.load("app.control.remote")
+            from app.control import remote     # the largest part: only with a broker
             self.remote = remote.Remote(m, self.board.wifi.mac_str(), self.gateway, self.alarm_table,
                                         self.records, self.rtc, self.bus, self.player, self.state)
         for miss in self.missed_alarms:
