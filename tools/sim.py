@@ -85,7 +85,9 @@ def prepare_state(args):
             cfg["server_url"] = args.server
             cfg["ota_url"] = ""  # straight to the WebSocket, no OTA round
         else:
-            cfg["ota_url"] = args.server
+            cfg["ota_url"] = provision.ota_url(args.server)
+            if cfg["ota_url"] != args.server:
+                print("sim: asking the OTA URL %s" % cfg["ota_url"], file=sys.stderr)
     if args.device_id:
         with open(os.path.join(state, "mac"), "w") as f:
             f.write(args.device_id.replace(":", "").lower())
@@ -96,8 +98,9 @@ def prepare_state(args):
         if not mqtt.get("user") and (args.server or "").startswith("http"):
             # The server's broker checks logins: ask the server for the board's.
             try:
-                login = provision.credentials(args.server, provision.board_mac(state),
-                                              os.environ.get("XIAOZHI_API_TOKEN"))
+                login = provision.credentials_when_up(
+                    cfg["ota_url"], provision.board_mac(state), os.environ.get("XIAOZHI_API_TOKEN"),
+                    say=lambda line: print(line, file=sys.stderr, flush=True))
                 mqtt.update(user=login["username"], password=login["password"])
             except provision.ProvisionError as e:
                 print("sim: the board has no broker login: %s" % e, file=sys.stderr)
@@ -206,8 +209,12 @@ class Sim:
         if ev is None:
             self.log(text)
             return
-        if ev["event"] == "state":
-            self._report_replies()  # a reply is saved before the state leaves speaking
+        if ev["event"] == "menu" or (ev["event"] == "state" and ev.get("previous") == "speaking"):
+            # Replies are whole then: a server's reply is saved before the
+            # state leaves speaking, a line the device says by itself (the
+            # voice menu) before its menu event. Not on other state changes,
+            # which may come while a line is still being played.
+            self._report_replies()
         self.emit(ev)
 
     def _report_replies(self):
