@@ -81,6 +81,10 @@ async def configure(dev):
     broker stays the configured one). An unreachable server changes nothing."""
     info = await check(dev.cfg["ota_url"], dev.identity, dev.board.clock, dev.board.name, token=dev.token)
     if info is None:
+        # Not silent: a wrong OTA URL (a bare http://host:port answers 404)
+        # must not look like the server it names.
+        _log.warn("no OTA answer: the WebSocket stays %s", dev.ws_url)
+        dev.bus.emit("error", message="OTA check failed at %s; using %s" % (dev.cfg["ota_url"], dev.ws_url))
         return
     dev.ws_url = info["url"]
     dev.token = info["token"] or dev.token

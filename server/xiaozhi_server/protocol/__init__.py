@@ -100,8 +100,13 @@ def _format_error(fmt, v):
                 return "may hold only a-z, 0-9 and _"
         return None
     if fmt == "sd_name":
-        if v[:1] == "." or "/" in v or "\\" in v or ":" in v:
-            return "must be a plain file name from the card, not a path"
+        # A name as the card's listing gives it: "lesson.mp3" or
+        # "unit1/lesson.mp3"; nothing that could leave the card's root.
+        if "\\" in v or ":" in v:
+            return "must be a file name from the card's listing, not a path out of it"
+        for part in v.split("/"):
+            if not part or part[:1] == ".":
+                return "must be a file name from the card's listing, not a path out of it"
         for c in v:
             if c < " ":
                 return "must not hold control characters"
@@ -937,7 +942,10 @@ SCHEMAS = {
         'ring","null"],"maxLength":64},"active_task_id":{"type":["string","null"],"maxLength":64}'
         ',"source":{"type":["string","null"],"maxLength":32},"player":{"type":"object"},"event":{'
         '"type":"string","maxLength":64},"message":{"type":"string","maxLength":500},"timestamp":'
-        '{"type":"integer","minimum":0}}}'
+        '{"type":"integer","minimum":0},"alarm":{"type":"object","required":["alarm_id","at","lat'
+        'e_s"],"properties":{"alarm_id":{"type":"string","minLength":1,"maxLength":64},"at":{"typ'
+        'e":"integer","minimum":0},"late_s":{"type":"integer","minimum":0},"grace_s":{"type":"int'
+        'eger","minimum":0}}}}}'
     ),
     'mqtt.unset_alarm': (
         '{"type":"object","required":["alarm_id"],"additionalProperties":false,"properties":{"ala'
@@ -1085,27 +1093,30 @@ SCHEMAS = {
         '["string","null"]},"ok":{"type":"boolean"}}}},{"if":{"properties":{"event":{"const":"ala'
         'rm"}}},"then":{"required":["alarm_id","at","what"],"properties":{"alarm_id":{"type":["st'
         'ring","null"]},"at":{"type":["integer","string","null"]},"what":{"enum":["set","fired","'
-        'cleared"]}}}},{"if":{"properties":{"event":{"const":"standby"}}},"then":{"required":["ca'
-        'use"],"properties":{"cause":{"$ref":"common.standby_cause"}}}},{"if":{"properties":{"eve'
-        'nt":{"const":"error"}}},"then":{"required":["message"],"properties":{"message":{"type":"'
-        'string"}}}},{"if":{"properties":{"event":{"const":"channel"}}},"then":{"required":["stat'
-        'e"],"properties":{"state":{"enum":["open","closed"]},"reason":{"type":["string","null"]}'
-        '}}},{"if":{"properties":{"event":{"const":"status"}}},"then":{"required":["state","playe'
-        'r","repeat_left"],"properties":{"state":{"$ref":"common.device_state"},"player":{"enum":'
-        '["idle","playing","paused"]},"name":{"type":["string","null"]},"repeat_left":{"type":"in'
-        'teger","minimum":0}}}},{"if":{"properties":{"event":{"const":"mic"}}},"then":{"required"'
-        ':["path","frames"],"properties":{"path":{"type":"string"},"frames":{"type":"integer","mi'
-        'nimum":0}}}},{"if":{"properties":{"event":{"const":"warp"}}},"then":{"required":["second'
-        's"],"properties":{"seconds":{"type":"number","minimum":0},"time":{"type":"integer"}}}},{'
-        '"if":{"properties":{"event":{"const":"reply"}}},"then":{"required":["index","frames"],"p'
-        'roperties":{"index":{"type":"integer","minimum":1},"frames":{"type":"integer","minimum":'
-        '0},"seconds":{"type":"number","minimum":0},"wav":{"type":["string","null"]}}}},{"if":{"p'
-        'roperties":{"event":{"const":"sleep"}}},"then":{"required":["seconds"],"properties":{"se'
-        'conds":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const":"pty"}}},'
-        '"then":{"required":["path"],"properties":{"path":{"type":"string","minLength":1}}}},{"if'
-        '":{"properties":{"event":{"const":"exit"}}},"then":{"required":["reason","code"],"proper'
-        'ties":{"reason":{"enum":["standby","quit","power_cut","reset","crash"]},"code":{"type":"'
-        'integer"}}}}]}'
+        'cleared","missed"]},"late_s":{"type":"integer"}}}},{"if":{"properties":{"event":{"const"'
+        ':"menu"}}},"then":{"required":["step","what"],"properties":{"step":{"type":"string"},"wh'
+        'at":{"enum":["open","timeout"]},"choices":{"type":"array","items":{"type":"string"}},"ti'
+        'meout_ms":{"type":"integer"},"spoken":{"type":"boolean"}}}},{"if":{"properties":{"event"'
+        ':{"const":"standby"}}},"then":{"required":["cause"],"properties":{"cause":{"$ref":"commo'
+        'n.standby_cause"}}}},{"if":{"properties":{"event":{"const":"error"}}},"then":{"required"'
+        ':["message"],"properties":{"message":{"type":"string"}}}},{"if":{"properties":{"event":{'
+        '"const":"channel"}}},"then":{"required":["state"],"properties":{"state":{"enum":["open",'
+        '"closed"]},"reason":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":'
+        '"status"}}},"then":{"required":["state","player","repeat_left"],"properties":{"state":{"'
+        '$ref":"common.device_state"},"player":{"enum":["idle","playing","paused"]},"name":{"type'
+        '":["string","null"]},"repeat_left":{"type":"integer","minimum":0}}}},{"if":{"properties"'
+        ':{"event":{"const":"mic"}}},"then":{"required":["path","frames"],"properties":{"path":{"'
+        'type":"string"},"frames":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":'
+        '{"const":"warp"}}},"then":{"required":["seconds"],"properties":{"seconds":{"type":"numbe'
+        'r","minimum":0},"time":{"type":"integer"}}}},{"if":{"properties":{"event":{"const":"repl'
+        'y"}}},"then":{"required":["index","frames"],"properties":{"index":{"type":"integer","min'
+        'imum":1},"frames":{"type":"integer","minimum":0},"seconds":{"type":"number","minimum":0}'
+        ',"wav":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"sleep"}}},"t'
+        'hen":{"required":["seconds"],"properties":{"seconds":{"type":"integer","minimum":0}}}},{'
+        '"if":{"properties":{"event":{"const":"pty"}}},"then":{"required":["path"],"properties":{'
+        '"path":{"type":"string","minLength":1}}}},{"if":{"properties":{"event":{"const":"exit"}}'
+        '},"then":{"required":["reason","code"],"properties":{"reason":{"enum":["standby","quit",'
+        '"power_cut","reset","crash"]},"code":{"type":"integer"}}}}]}'
     ),
     'tool:self.audio_speaker.set_volume': (
         '{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"r'
@@ -1433,7 +1444,7 @@ def mqtt_request(header, action, payload):
     return m
 
 
-def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source=None, player=None, event=None, message=None, timestamp=None):
+def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source=None, player=None, event=None, message=None, timestamp=None, alarm=None):
     """Build Device report on rpt/state."""
     m = {'device_id': device_id, 'state': state}
     if active_app_id is not None:
@@ -1450,6 +1461,8 @@ def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source
         m['message'] = message
     if timestamp is not None:
         m['timestamp'] = timestamp
+    if alarm is not None:
+        m['alarm'] = alarm
     return m
 
 
