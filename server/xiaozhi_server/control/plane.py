@@ -46,7 +46,7 @@ RESEND_AFTER_S = 2.0
 # ...and starts at most one re-send round per device in this long.
 RESEND_INTERVAL_S = 30.0
 ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
-# Live schedules per device: the board keeps at most 8 alarms (firmware/app/alarms.py MAX_ALARMS).
+# Live schedules per device: the board keeps at most 8 alarms (firmware/app/entry/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
 
 

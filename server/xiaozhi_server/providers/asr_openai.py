@@ -85,7 +85,7 @@ class OpenAiAsr:
 
     async def warm_up(self):
         """Import the client now, in the pool (see llm_openai.warm_up)."""
-        from .workers import run_blocking
+        from ..pools import run_blocking
         await run_blocking(self.client)
 
     def _args(self, pcm16k, language):

@@ -17,7 +17,7 @@ from .audio import AudioChunk
 from .audio_decode import AudioFormatError, WavStream, decode_compressed, sniff
 from .registry import register
 from .tts_base import TtsError, TtsProvider
-from .workers import run_blocking
+from ..pools import run_blocking
 
 FORMATS = ("pcm", "wav", "mp3", "opus", "aac", "flac")
 

@@ -7,7 +7,7 @@ from aiohttp import web
 from testkit import audio
 from testkit.local_net import serve
 from xiaozhi_server.providers import ProviderUnavailable, create
-from xiaozhi_server.providers.text_split import split_for_limit
+from xiaozhi_server.text.split import split_for_limit
 from xiaozhi_server.providers.tts_base import TtsError, TtsProvider
 
 
