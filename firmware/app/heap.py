@@ -28,7 +28,7 @@ START = ("proto", "ws", "log", "mp3info", "audio", "app.voice.channel", "app.pla
 HOST_START = ("hal.host",)       # the simulated board, first and biggest
 # Asked once per boot: their heap is worth more to the MQTT side afterwards.
 AFTER_BOOT = ("app.boot.options", "app.boot.config", "app.boot.ota", "app.boot.activation",
-              "app.boot", "http_client")
+              "app.boot", "http_client", "hal.profile")
 
 
 def start():

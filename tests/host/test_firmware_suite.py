@@ -6,20 +6,21 @@ import sys
 
 import pytest
 
-from testkit import MICROPYTHON_BUILD, ROOT, firmware_env, tool
+from testkit import MICROPYTHON_BUILD, ROOT, SOURCE_HEAP, firmware_env, tool
 
 
-def _micropython_256k():
+def _micropython_small():
     if not MICROPYTHON_BUILD.exists():
         pytest.skip("needs the 32-bit build (make micropython): pip's port is 64-bit")
-    return [str(MICROPYTHON_BUILD), "-X", "heapsize=256K"]
+    return [str(MICROPYTHON_BUILD), "-X", "heapsize=" + SOURCE_HEAP]
 
 
 INTERPRETERS = {
     # 2 MB heap: every test, including those that build inputs past the board's size.
     "micropython": lambda: [tool("micropython"), "-X", "heapsize=2M"],
-    # The app's own budget on the board's word size (run.py skips those, by name).
-    "micropython-256K": _micropython_256k,
+    # The board's word size, with the heap the app gets when run from source
+    # (testkit.SOURCE_HEAP); run.py skips the big-input tests by name.
+    "micropython-small": _micropython_small,
     "cpython": lambda: [sys.executable],
 }
 

@@ -38,3 +38,14 @@ def firmware_env(extra=None):
     env["PYTHONPATH"] = path
     env.update(extra or {})
     return env
+
+
+# The heap the firmware gets when the tests run it from source on the
+# 32-bit build. The board's budget is 256 KB, but there every module is
+# frozen into flash, while from source the compiled code of the app and of
+# the simulated board (hal/host: the DS3231, ES8311, ES7210 and PCA9557
+# register models, which the board never holds) sits in the heap. With the
+# codec models (issue 21) that exceeded 256 KB by a few KB through
+# fragmentation; the budget that counts is the frozen build's
+# (`make bench-firmware-heap`, docs/firmware.md), well under 100 KB.
+SOURCE_HEAP = "288K"

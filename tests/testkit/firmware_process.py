@@ -6,8 +6,8 @@
     await fw.wait_event("state", since=mark, state="listening")
     rc = await fw.wait_exit()
 
-It runs `firmware/main.py` under the MicroPython unix port (256 KB heap,
-the app's budget) or CPython, with --json so every device event is one
+It runs `firmware/main.py` under the MicroPython unix port (testkit.SOURCE_HEAP: the board's 256 KB plus
+the code compiled from source) or CPython, with --json so every device event is one
 JSON line on stdout; log lines are kept too (fw.lines). The console is
 read by testkit/consoles.py's PipeConsole.
 """
@@ -16,7 +16,7 @@ import pathlib
 import shutil
 import sys
 
-from testkit import ROOT, firmware_env, tool
+from testkit import ROOT, SOURCE_HEAP, firmware_env, tool
 from testkit.consoles import PipeConsole
 
 FIXTURE_MP3 = ROOT / "tests/firmware/data/cbr_1500ms_notag.mp3"   # a real 1.5 s MP3
@@ -24,7 +24,7 @@ FIXTURE_MP3 = ROOT / "tests/firmware/data/cbr_1500ms_notag.mp3"   # a real 1.5 s
 
 def command(interp):
     if interp == "micropython":
-        return [tool("micropython"), "-X", "heapsize=256K"]
+        return [tool("micropython"), "-X", "heapsize=" + SOURCE_HEAP]
     return [sys.executable]
 
 

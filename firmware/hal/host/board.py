@@ -20,7 +20,7 @@ import json
 import asyncio
 
 import log
-from hal import errors, profile as profiles
+from hal import errors
 from hal.sdfs import CardFS
 from hal.host import fs
 from hal.host.clock import HostClock, host_time
@@ -43,6 +43,7 @@ def profile_path(name):
     """firmware/boards/<name>.json of this firmware tree: next to the hal
     package when it runs from source, else under the working folder (a
     frozen build's modules have no folder of their own)."""
+    from hal import profile as profiles
     f = getattr(profiles, "__file__", "") or ""
     if f.endswith("hal/profile.py"):
         path = "%sboards/%s.json" % (f[:-len("hal/profile.py")], name)
@@ -52,6 +53,9 @@ def profile_path(name):
 
 
 def _profile(p):
+    # Imported here, and forgotten after the boot (app/heap.py AFTER_BOOT):
+    # the checks run once, and from source they hold 7.5 KB of the heap.
+    from hal import profile as profiles
     if p is None:
         p = profile_path(DEFAULT_PROFILE)
     if isinstance(p, str):
