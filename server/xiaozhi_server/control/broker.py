@@ -33,11 +33,14 @@ import socket
 import tempfile
 import urllib.parse
 
+from .. import protocol as proto
+
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1883
 LOG_KEEP_BYTES = 1 << 20
+MAX_PACKET_BYTES = proto.MQTT_MAX_PAYLOAD + 1024     # the payload, its topic and the header
 LOG_POLL_S = 0.25
 PR_SET_PDEATHSIG = 1
 _TAKEOVER = re.compile(r"Client (\S+) already connected, closing old connection")
@@ -135,8 +138,11 @@ class Broker:
             # warning), not to a pipe nobody reads once it runs: a full pipe would
             # stop the broker. Config errors still come on stderr, read below.
             # notice: connects and takeovers; information: "Reloading config.".
+            # max_packet_size: a client sending more is disconnected before the
+            # server reads a byte of it (no request or report is that big).
             f.write("listener %d %s\npersistence false\nlog_dest file %s\nlog_type error\nlog_type warning\n"
-                    "log_type notice\nlog_type information\n" % (self.port, self.host, self.log_path))
+                    "log_type notice\nlog_type information\nmax_packet_size %d\n"
+                    % (self.port, self.host, self.log_path, MAX_PACKET_BYTES))
             if self.credentials is None:
                 f.write("allow_anonymous true\n")
             else:
