@@ -2458,6 +2458,52 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
  'result:self.power_off': {'type': 'object',
                            'required': ['accepted'],
                            'properties': {'accepted': {'type': 'boolean'}}},
+ 'shard.report': {'title': "A worker's line to the primary (server/xiaozhi_server/shard/)",
+                  'description': "One JSON object a line, exactly one of: ready (the worker's pid, "
+                                 'once its models are loaded and it accepts; llm names its model '
+                                 'for the banner), error (it could not start, and why), sessions '
+                                 '(its live session count, sent whenever it changes). The primary '
+                                 'skips, with a log line, any line that is not one of these.',
+                  'type': 'object',
+                  'additionalProperties': False,
+                  'properties': {'ready': {'type': 'integer', 'minimum': 1},
+                                 'llm': {'type': 'string', 'maxLength': 200},
+                                 'error': {'type': 'string', 'minLength': 1, 'maxLength': 4000},
+                                 'sessions': {'type': 'integer', 'minimum': 0}},
+                  'oneOf': [{'required': ['ready'],
+                             'not': {'anyOf': [{'required': ['error']},
+                                               {'required': ['sessions']}]}},
+                            {'required': ['error'],
+                             'not': {'anyOf': [{'required': ['ready']},
+                                               {'required': ['sessions']}]}},
+                            {'required': ['sessions'],
+                             'not': {'anyOf': [{'required': ['ready']},
+                                               {'required': ['error']}]}}]},
+ 'shard.settings': {'title': "The primary's first line to a worker process "
+                             '(server/xiaozhi_server/shard/)',
+                    'description': 'The primary and each worker speak over a socketpair, one JSON '
+                                   "object a line. The primary's only line is this one, at start: "
+                                   "which worker this is, the server's config, and how to build "
+                                   "the worker's services. Nothing else follows; the socketpair is "
+                                   "the worker's lifeline (end-of-file: the primary is gone).",
+                    'type': 'object',
+                    'required': ['worker',
+                                 'workers',
+                                 'config',
+                                 'log_level',
+                                 'device_tokens',
+                                 'with_mcp'],
+                    'additionalProperties': False,
+                    'properties': {'worker': {'type': 'integer', 'minimum': 1},
+                                   'workers': {'type': 'integer', 'minimum': 1},
+                                   'config': {'type': 'object',
+                                              'required': ['server', 'limits', 'session']},
+                                   'log_level': {'type': 'integer', 'minimum': 0},
+                                   'device_tokens': {'type': 'boolean'},
+                                   'with_mcp': {'type': 'boolean'},
+                                   'services_factory': {'type': ['string', 'null'],
+                                                        'maxLength': 200},
+                                   'sys_path': {'type': 'array', 'items': {'type': 'string'}}}},
  'sim.event': {'title': "Console event (one JSON line on the board's UART, the simulator's stdout "
                         'and pty)',
                'description': 'The device prints one event per line; the simulator adds reply, pty '

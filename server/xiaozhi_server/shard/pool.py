@@ -13,9 +13,11 @@ worker dies stay in the queue for the others; no other program can bind
 the port alongside and take a share; and port 0 works (tests).
 
 Each worker talks to the primary over its own socketpair, one JSON object
-a line: the primary sends the worker's settings; the worker answers
-{"ready": pid, "llm": ...} once its models are loaded and it accepts, then
-{"sessions": n} whenever its count changes. The socketpair is also the
+a line (channel.py, schemas shard.settings and shard.report in
+shared/protocol): the primary sends the worker's settings; the worker
+answers {"ready": pid, "llm": ...} once its models are loaded and it
+accepts, then {"sessions": n} whenever its count changes. A line that does
+not fit is logged and skipped: it never ends the channel. The socketpair is also the
 worker's lifeline: when the primary is gone, however it ended, the worker
 reads end-of-file and stops (and the kernel sends it SIGTERM, worker.py).
 
@@ -26,7 +28,6 @@ minimum once a worker has stayed up STABLE_S. The others go on serving
 meanwhile.
 """
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -34,9 +35,11 @@ import socket
 import subprocess
 import sys
 
+from ..logthrottle import LogThrottle
 from ..protocol.backoff import Backoff
 from ..runtime.registry import Registry
 from ..transport.guard import accept_burst
+from . import channel
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,6 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 30.0
 STABLE_S = 60.0
 STOP_TIMEOUT_S = 10.0
-CHANNEL_LIMIT = 1 << 20
 
 
 class WorkerFailed(Exception):
@@ -121,6 +123,7 @@ class WorkerPool:
         self._keepers = []
         self._procs = set()
         self._stopping = False
+        self.log_throttle = LogThrottle(log)
 
     def sessions(self):
         """Sessions per worker, in worker order (0 while one is restarting)."""
@@ -175,14 +178,15 @@ class WorkerPool:
         finally:
             theirs.close()
         self._procs.add(proc)
-        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=CHANNEL_LIMIT)
+        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=channel.LIMIT)
         w = _Worker(wid, proc, reader, writer)
         try:
-            writer.write(json.dumps(self._settings(wid)).encode() + b"\n")
-            await writer.drain()
-            line = await reader.readline()
-            ready = json.loads(line) if line else {}
-        except (OSError, ValueError):
+            await channel.send(writer, "shard.settings", self._settings(wid))
+            ready = await channel.read_one(reader, "shard.report") or {}
+        except channel.BadLine as e:
+            log.error("worker %d: its first line is not a report: %s", wid, e)
+            ready = {}
+        except OSError:
             ready = {}
         if "ready" not in ready:
             writer.close()
@@ -197,19 +201,9 @@ class WorkerPool:
 
     async def _watch(self, w):
         """Follow a worker's reports until it is gone; its exit code."""
-        try:
-            while True:
-                line = await w.reader.readline()
-                if not line:
-                    break
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(msg.get("sessions"), int):
-                    w.sessions = msg["sessions"]
-        except OSError:
-            pass
+        async for msg in channel.lines(w.reader, "shard.report", self.log_throttle, "worker %d" % w.id):
+            if "sessions" in msg:
+                w.sessions = msg["sessions"]
         w.writer.close()
         code = await w.proc.wait()
         self._procs.discard(w.proc)
