@@ -1,6 +1,7 @@
 """The line protocol between the primary and a worker: one JSON object a
 line over their socketpair, each checked against shared/protocol's shard
-schemas (`shard.settings` from the primary, `shard.report` from a worker).
+schemas: `shard.settings` (the primary's first line), then `shard.command`
+from the primary and `shard.report` from a worker.
 
     await send(writer, "shard.report", {"sessions": 3})
     async for msg in lines(reader, "shard.report", throttle):
@@ -42,12 +43,18 @@ def decode(line: bytes, schema_id: str) -> dict:
     return msg
 
 
-async def send(writer: asyncio.StreamWriter, schema_id: str, msg: dict[str, Any]) -> None:
-    """Write one message; a message that does not fit its schema is our bug: ValueError."""
+def write(writer: asyncio.StreamWriter, schema_id: str, msg: dict[str, Any]) -> None:
+    """Queue one message; a message that does not fit its schema is our bug: ValueError."""
     err = proto.validate(schema_id, msg)
     if err:
         raise ValueError("not sending a %s line: %s" % (schema_id, err))
-    writer.write(json.dumps(msg).encode() + b"\n")
+    if not writer.is_closing():
+        writer.write(json.dumps(msg).encode() + b"\n")
+
+
+async def send(writer: asyncio.StreamWriter, schema_id: str, msg: dict[str, Any]) -> None:
+    """Write one message and wait until the channel took it."""
+    write(writer, schema_id, msg)
     await writer.drain()
 
 

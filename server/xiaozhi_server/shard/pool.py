@@ -16,8 +16,12 @@ Each worker talks to the primary over its own socketpair, one JSON object
 a line (channel.py, schemas shard.settings and shard.report in
 shared/protocol): the primary sends the worker's settings; the worker
 answers {"ready": pid, "llm": ...} once its models are loaded and it
-accepts, then {"sessions": n} whenever its count changes. A line that does
-not fit is logged and skipped: it never ends the channel. The socketpair is also the
+accepts, then {"sessions": n} whenever its count changes, and {"claim":
+...} when a device's hello opened a session there: the primary then tells
+the worker holding that device's older session to release it ({"release":
+...}), so a device has one session across workers as within one
+(transport/device_sessions.py). A line that does not fit is logged and
+skipped: it never ends the channel. The socketpair is also the
 worker's lifeline: when the primary is gone, however it ended, the worker
 reads end-of-file and stops (and the kernel sends it SIGTERM, worker.py).
 
@@ -47,6 +51,7 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 30.0
 STABLE_S = 60.0
 STOP_TIMEOUT_S = 10.0
+MAX_HOLDERS = 100000        # devices whose newest session the primary remembers
 
 
 class WorkerFailed(Exception):
@@ -124,6 +129,7 @@ class WorkerPool:
         self._procs = set()
         self._stopping = False
         self.log_throttle = LogThrottle(log)
+        self._holders = {}         # device_id -> (worker id, session id) of its newest session
 
     def sessions(self):
         """Sessions per worker, in worker order (0 while one is restarting)."""
@@ -204,10 +210,22 @@ class WorkerPool:
         async for msg in channel.lines(w.reader, "shard.report", self.log_throttle, "worker %d" % w.id):
             if "sessions" in msg:
                 w.sessions = msg["sessions"]
+            elif "claim" in msg:
+                self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"])
         w.writer.close()
         code = await w.proc.wait()
         self._procs.discard(w.proc)
         return code
+
+    def _claimed(self, wid, device_id, session_id):
+        """A worker opened a session for this device: an older one on another worker is released."""
+        before = self._holders.pop(device_id, None)
+        self._holders[device_id] = (wid, session_id)
+        if len(self._holders) > MAX_HOLDERS:
+            self._holders.pop(next(iter(self._holders)))
+        if before is not None and before[0] != wid and before[0] in self._workers:
+            channel.write(self._workers[before[0]].writer, "shard.command",
+                          {"release": {"device": device_id, "session": before[1]}})
 
     async def _keep(self, w):
         loop = asyncio.get_running_loop()

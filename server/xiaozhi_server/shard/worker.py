@@ -116,11 +116,15 @@ async def serve(channel_fd, listen_fds):
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
 
+    def claimed(device_id, session_id):
+        channel.write(writer, "shard.report", {"claim": {"device": device_id[:256], "session": session_id}})
+    ws.device_sessions.on_claim = claimed
+
     async def lifeline():
-        # Nothing is expected after the settings: a stray line is skipped, and
-        # only the end of the channel (the primary is gone) stops this worker.
-        async for _msg in channel.lines(reader, "shard.settings", LogThrottle(log), "primary"):
-            pass
+        # A bad line is skipped; only the end of the channel (the primary is
+        # gone) stops this worker.
+        async for msg in channel.lines(reader, "shard.command", LogThrottle(log), "primary"):
+            ws.device_sessions.release(msg["release"]["device"], msg["release"]["session"])
         stop.set()
     watching = asyncio.create_task(lifeline())
     await channel.send(writer, "shard.report", {"ready": os.getpid(), "llm": services.llm_line()[:200]})

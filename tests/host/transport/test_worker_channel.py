@@ -48,3 +48,22 @@ def test_every_line_the_pool_and_workers_send_fits_its_schema():
     assert channel.decode(json.dumps(settings._settings(1)).encode(), "shard.settings")["worker"] == 1
     for msg in ({"ready": 42, "llm": "none configured"}, {"error": "no model"}, {"sessions": 0}):
         assert channel.decode(json.dumps(msg).encode(), "shard.report") == msg
+
+
+async def test_a_claim_on_one_worker_releases_the_devices_older_session_on_another():
+    workers = pool.WorkerPool({"server": {"ws_port": 0}}, 2)
+    sides = {}
+    for wid in (1, 2):
+        ours, theirs = socket.socketpair()
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        workers._workers[wid] = pool._Worker(wid, _Exited(), reader, writer)
+        sides[wid] = await asyncio.open_unix_connection(sock=theirs)
+    workers._claimed(1, "kid1", "s-old")
+    workers._claimed(1, "kid2", "s-other")
+    workers._claimed(1, "kid1", "s-newer")      # same worker: it ends its own older session
+    workers._claimed(2, "kid1", "s-newest")     # another worker: worker 1 is told
+    line = await asyncio.wait_for(sides[1][0].readline(), 10)
+    assert channel.decode(line, "shard.command") == {"release": {"device": "kid1", "session": "s-newer"}}
+    for w in workers._workers.values():
+        w.writer.close()
+    assert await sides[1][0].read() == b"" and await sides[2][0].read() == b""   # nothing else was sent

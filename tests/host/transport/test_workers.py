@@ -17,6 +17,7 @@ from testkit.child_procs import children, wait_gone
 from testkit.control_api import eventually
 from testkit.mosquitto import Mosquitto
 from testkit.wire_device import WireDevice
+from xiaozhi_server.transport.device_sessions import REPLACED
 
 START_S = 240           # two workers loading their models on a busy machine
 ANSWER = "🙂 The sky is blue because of the air."
@@ -196,6 +197,18 @@ async def test_a_device_token_from_the_primary_opens_a_session_on_any_worker(pri
     async with WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:02", token=creds["token"], mcp=False) as other:
         code, reason = await other.wait_closed(timeout=60)
         assert code == 1008 and "wrong token" in reason
+
+    # A second session of the device replaces the first on whichever worker
+    # either landed (the routing between workers: test_worker_channel.py).
+    for _ in range(3):
+        first = WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:01", token=creds["token"], mcp=False)
+        await first.connect()
+        await first.hello(timeout=60)
+        async with WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:01", token=creds["token"], mcp=False) as second:
+            await second.hello(timeout=60)
+            assert await first.wait_closed(timeout=30) == (1000, REPLACED)
+            assert second.closed is None
+        await first.close()
 
 
 async def test_workers_end_when_the_primary_is_killed(primary):
