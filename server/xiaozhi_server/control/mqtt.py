@@ -54,6 +54,7 @@ class MqttLink:
                  backoff_first_s=0.2, backoff_max_s=5.0, keepalive_s=30, log_interval_s=10.0,
                  clock=time.monotonic):
         self.host, self.port = host, port
+        self.transport = "tcp"      # "unix": host is the path of the broker's socket
         self.username, self.password = username, password
         self.on_report = on_report
         self.on_connect = on_connect
@@ -109,7 +110,8 @@ class MqttLink:
         while True:
             try:
                 async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
-                                          keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S) as client:
+                                          keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
+                                          transport=self.transport) as client:
                     for t in REPORT_TOPICS:
                         await client.subscribe(t, qos=1)
                     self._client = client

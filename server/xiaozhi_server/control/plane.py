@@ -89,7 +89,11 @@ class ControlPlane:
     async def start(self) -> ControlPlane:
         await self.store.open()
         if self.devices is not None:
-            self.devices.broker.on_takeover = self.duplicates.takeover
+            broker = self.devices.broker
+            broker.on_takeover = self.duplicates.takeover
+            # A broker started here has a socket of its own for the server's
+            # link, known once it runs (broker.py).
+            self.link.host, self.link.port, self.link.transport = broker.server_address()
             await self.devices.start()
         await self.link.start()
         return self

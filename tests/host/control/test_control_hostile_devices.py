@@ -38,7 +38,8 @@ async def test_junk_and_a_flood_on_a_devices_own_topics_write_a_few_lines(api, c
     caplog.set_level(logging.INFO)
     async with await MqttDevice.provisioned(api.server, "flooder") as bad, \
             await MqttDevice.provisioned(api.server, "bystander") as good:
-        for topic in (proto.TOPIC_RPT_ACK, proto.TOPIC_RPT_STATE):
+        for topic in (proto.TOPIC_RPT_ACK, proto.TOPIC_RPT_STATE, "snlp/v1/{device_id}/rpt/other",
+                      "snlp/v1/{device_id}/rpt/state/deeper"):
             for payload in JUNK:
                 await bad.publish_raw(proto.topic(topic, "flooder"), payload)
         await report_seen(api, good, "after the junk")

@@ -77,3 +77,14 @@ async def test_a_hostile_tool_list_leaves_a_bounded_valid_llm_request(fake_llm, 
     assert "self_huge_schema" not in names
     assert [t["function"]["description"] for t in tools if t["function"]["name"] == "self_dup"] == ["a tool"]
     assert session.tools.get("translate").origin == "server"
+
+
+async def test_three_thousand_tools_in_one_page_close_that_device_only(fake_llm, start_server):
+    server = await start_server(server_config(fake_llm.base_url))
+    page = [tool("self.t%04d" % i) for i in range(3000)]
+    async with HostileDevice(server.ws.url, [page]) as flooder:
+        await flooder.hello()
+        # Over the 64 KB frame limit: the WebSocket layer closes it.
+        assert (await flooder.wait_closed(timeout=60))[0] == 1009
+    async with WireDevice(server.ws.url, device_id="aa:bb:cc:00:12:02", mcp=False) as other:
+        assert (await other.hello())["session_id"]
