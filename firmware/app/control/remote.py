@@ -57,7 +57,9 @@ class Remote:
         }, rtc, records)
         self.control.on_ack = self._acked
         host, port = _parse_url(m["url"])
-        c = mqtt.MQTTClient(host, port, "xz-" + dev_id, on_message=self._on_message,
+        # The client id is the login: brokers bind the one to the other, so
+        # no device can take another's session (docs/security.md).
+        c = mqtt.MQTTClient(host, port, m.get("user") or "xz-" + dev_id, on_message=self._on_message,
                             keepalive=m.get("keepalive", 60), user=m.get("user") or None,
                             password=m.get("password") or None, on_oversize=self._on_oversize,
                             on_connect=self._on_connect, max_packet=RX_PACKET, send_buf=TX_BYTES)

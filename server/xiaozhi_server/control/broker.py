@@ -8,25 +8,80 @@ warning: this server cannot give it device credentials.
 
 The broker started here refuses anonymous clients and reads the password
 file and ACL that credentials.py writes; `reload()` makes it read them again
-(SIGHUP) and returns once it accepts the new credentials, so a device given
-them a moment later can connect.
+(SIGHUP) and returns once it has, so a device given them a moment later can
+connect. It binds each client id to the login (`use_username_as_clientid`):
+a device's client id is its user name whatever it sends, so one device
+cannot take another's broker session by sending its client id. The
+server's own link connects on a loopback port that only its login may use
+(`server_address()`), so nothing logging in as the server elsewhere takes
+the link's session. It ends with
+the server, even one killed with SIGKILL (setpriv --pdeathsig): a broker left
+behind would hold the port with the old files and no one to reload it.
+
+Its log (a file, not a pipe nobody may read) is read here as it grows:
+"Client X already connected, closing old connection" is a session takeover,
+handed to `on_takeover(device_id)` (two boards with one device id fight
+for the session: control/duplicates.py); the file is emptied past
+LOG_KEEP_BYTES, so connects and refused logins cannot fill the disk.
 """
 import asyncio
 import logging
 import os
 import pwd
+import random
+import re
 import shutil
+import signal
 import socket
 import tempfile
-import signal
 import urllib.parse
 
-import aiomqtt
+from .. import protocol as proto
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1883
+LOG_KEEP_BYTES = 1 << 20
+START_ATTEMPTS = 3
+MAX_PACKET_BYTES = proto.MQTT_MAX_PAYLOAD + 1024     # the payload, its topic and the header
+LOG_POLL_S = 0.25
+_TAKEOVER = re.compile(r"Client (\S+) already connected, closing old connection")
+_RELOADED = "Reloading config."
+DEVICE_USER_PREFIX = "d."       # credentials.mqtt_user: "d." + the percent-encoded device id
+
+
+def device_of_user(user):
+    """The device id of a device's MQTT user name (credentials.mqtt_user), or None."""
+    if not user.startswith(DEVICE_USER_PREFIX):
+        return None
+    return urllib.parse.unquote(user[len(DEVICE_USER_PREFIX):])
+
+
+def _free_loopback_port():
+    """A free loopback port above the kernel's range for outgoing connections
+    (a port from that range could be taken by a connect meanwhile)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    for port in random.sample(range(high + 1, 65536) if high < 65000 else range(1025, low), 100):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise BrokerError("no free loopback port for the server's own MQTT listener")
+
+
+def _ending_with_us(exe):
+    """The command that runs `exe` with SIGTERM as its parent-death signal.
+    util-linux's setpriv sets it and execs (a preexec_fn calling prctl could
+    deadlock in the child of a process with threads)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", exe] if setpriv else [exe]
 
 
 class BrokerError(Exception):
@@ -63,10 +118,23 @@ class Broker:
         self._proc = None
         self._dir = None
         self.log_path = None
+        self.link_port = None       # the server's own loopback port on the broker started here
+        self.on_takeover = None     # fn(device_id): a session takeover the broker logged
+        self.takeovers = 0
+        self._log_at = 0            # how far the log has been read
+        self._reloads = 0           # "Reloading config." lines read so far
+        self._reader = None
 
     @property
     def url(self):
         return "mqtt://%s:%d" % (self.host, self.port)
+
+    def server_address(self):
+        """(host, port, transport) the server's own link connects to: its own
+        loopback port on the broker started here, else the broker's port."""
+        if self.started_here and self.link_port is not None:
+            return "127.0.0.1", self.link_port, "tcp"
+        return self.host, self.port, "tcp"
 
     @property
     def started_here(self):
@@ -98,26 +166,37 @@ class Broker:
             # Its log goes to a file (warnings and errors: a dropped message is a
             # warning), not to a pipe nobody reads once it runs: a full pipe would
             # stop the broker. Config errors still come on stderr, read below.
-            f.write("listener %d %s\npersistence false\nlog_dest file %s\nlog_type error\nlog_type warning\n"
-                    % (self.port, self.host, self.log_path))
+            # notice: connects and takeovers; information: "Reloading config.".
+            # max_packet_size: a client sending more is disconnected before the
+            # server reads a byte of it (no request or report is that big).
+            f.write("persistence false\nlog_dest file %s\nlog_type error\nlog_type warning\n"
+                    "log_type notice\nlog_type information\nmax_packet_size %d\n" % (self.log_path, MAX_PACKET_BYTES))
             if self.credentials is None:
-                f.write("allow_anonymous true\n")
+                f.write("listener %d %s\nallow_anonymous true\n" % (self.port, self.host))
             else:
-                # Started by root, mosquitto would switch to its own user and lose
-                # the 0600 files: it runs as whoever runs the server.
-                f.write("allow_anonymous false\npassword_file %s\nacl_file %s\nuser %s\n"
-                        % (os.path.abspath(self.credentials.passwd_path), os.path.abspath(self.credentials.acl_path),
-                           pwd.getpwuid(os.getuid()).pw_name))
-        self._proc = await asyncio.create_subprocess_exec(
-            exe, "-c", conf, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        for _ in range(100):
-            if listening(self.host, self.port):
-                log.info("started mosquitto on %s:%d", self.host, self.port)
-                return self
+                f.write(self._authenticated_listeners())
+        # Now and then (a few starts in a hundred on a busy machine) a mosquitto
+        # 2.0.11 given this config sits in its loop without ever listening:
+        # such a start is ended and made again.
+        for attempt in range(START_ATTEMPTS):
+            self._proc = await asyncio.create_subprocess_exec(
+                *_ending_with_us(exe), "-c", conf, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE)
+            for _ in range(150):
+                if listening(self.host, self.port) and \
+                        (self.link_port is None or listening("127.0.0.1", self.link_port)):
+                    log.info("started mosquitto on %s:%d", self.host, self.port)
+                    self._reader = asyncio.create_task(self._follow_log(), name="mosquitto-log")
+                    return self
+                if self._proc.returncode is not None:
+                    break
+                await asyncio.sleep(0.02)
             if self._proc.returncode is not None:
-                break
-            await asyncio.sleep(0.02)
-        err = (await self._proc.stderr.read()).decode(errors="replace").strip() if self._proc.returncode is not None else ""
+                break       # it said why: no use trying again
+            log.warning("mosquitto did not listen within 3 s: starting it again")
+            self._proc.kill()
+            await self._proc.wait()
+        err = (await self._proc.stderr.read()).decode(errors="replace").strip()
         try:
             with open(self.log_path, errors="replace") as f:
                 err = (err + " " + f.read()[-2000:]).strip()
@@ -126,29 +205,90 @@ class Broker:
         await self.stop()
         raise BrokerError("mosquitto did not start on %s:%d %s" % (self.host, self.port, err))
 
-    async def reload(self, user=None, password=None, timeout_s=5.0):
-        """Have the broker started here read its password file and ACL again;
-        with user/password, wait until it accepts them. False when it is not
-        ours (nothing to reload) or did not take them in time."""
+    def _authenticated_listeners(self):
+        """Two listeners. The port everyone uses binds each client id to the
+        login. The server's own link comes in on a loopback port of its own
+        that takes only the server's login and keeps the client id it sends: there a device cannot log in at all, and on the port
+        whoever logs in with the server's login (a parents' tool, a test)
+        takes a session of that name, not the link's."""
+        from .credentials import SERVER_USER, write_private
+        from .credentials import _hash as password_hash
+        if self.link_port is None:      # kept across a stop, so the link finds it again
+            self.link_port = _free_loopback_port()
+        server_passwd = os.path.join(self._dir, "passwd-server")
+        write_private(server_passwd, "%s:%s\n" % (SERVER_USER, password_hash(self.credentials.server_password())))
+        files = "password_file %s\nacl_file %s\n" % (os.path.abspath(self.credentials.passwd_path),
+                                                      os.path.abspath(self.credentials.acl_path))
+        # Started by root, mosquitto would switch to its own user and lose
+        # the 0600 files: it runs as whoever runs the server.
+        return ("user %s\nper_listener_settings true\n"
+                "listener %d %s\nallow_anonymous false\nuse_username_as_clientid true\n%s"
+                "listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\nacl_file %s\n"
+                % (pwd.getpwuid(os.getuid()).pw_name, self.port, self.host, files, self.link_port, server_passwd,
+                   os.path.abspath(self.credentials.acl_path)))
+
+    async def reload(self, timeout_s=5.0):
+        """Have the broker started here read its password file and ACL again,
+        and wait until it has (its log says so). False when it is not ours
+        (nothing to reload) or did not within timeout_s."""
         if not self.authenticated or self._proc.returncode is not None:
             return False
+        self._read_log()
+        before = self._reloads
         self._proc.send_signal(signal.SIGHUP)
-        if user is None:
-            return True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        # mosquitto prints the line, then reloads in the same turn of its one
+        # loop: a connection made after the line is read is checked anew.
+        while self._read_log() or self._reloads == before:
+            if loop.time() > deadline or self._proc.returncode is not None:
+                log.warning("MQTT broker did not reload its credentials within %.0f s", timeout_s)
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+    # ---- its log ----
+
+    async def _follow_log(self):
         while True:
+            await asyncio.sleep(LOG_POLL_S)
             try:
-                async with aiomqtt.Client(self.host, self.port, username=user, password=password,
-                                          identifier="xiaozhi-probe-" + os.urandom(4).hex(), timeout=timeout_s):
-                    return True
-            except aiomqtt.MqttError:
-                if loop.time() > deadline:
-                    log.warning("MQTT broker did not accept the new credentials of %s within %.0f s", user, timeout_s)
-                    return False
-                await asyncio.sleep(0.02)
+                self._read_log()
+            except Exception:
+                log.exception("reading the broker's log failed")
+
+    def _read_log(self):
+        """Handle the log lines written since the last read; True when a line
+        was cut short (the rest is still being written)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_at)
+                data = f.read()
+                end = data.rfind(b"\n") + 1
+                self._log_at += end
+                if self._log_at > LOG_KEEP_BYTES:
+                    # Read to here: start the file again (mosquitto appends, so
+                    # its next line lands at the start).
+                    os.truncate(self.log_path, 0)
+                    self._log_at = 0
+        except OSError:
+            return False
+        for line in data[:end].decode("utf-8", "replace").splitlines():
+            if _RELOADED in line:
+                self._reloads += 1
+                continue
+            m = _TAKEOVER.search(line)
+            if m is not None:
+                self.takeovers += 1
+                device = device_of_user(m.group(1))
+                if device is not None and self.on_takeover is not None:
+                    self.on_takeover(device)
+        return end < len(data)
 
     async def stop(self):
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
         if self._proc is not None and self._proc.returncode is None:
             self._proc.terminate()
             try:

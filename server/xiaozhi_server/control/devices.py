@@ -37,18 +37,15 @@ class Devices:
 
     async def start(self) -> None:
         """Write the broker's files for every known device and have it read them."""
-        ids = await self.store.device_ids()
-        await self._sync(ids[-1] if ids else None, ids)
+        await self._sync()
 
-    async def _sync(self, probe_device=None, ids=None):
+    async def _sync(self):
+        """Write the broker's files for every known device; return once the
+        broker has read them (a device given its login next can connect)."""
         async with self._files:
-            if ids is None:
-                ids = await self.store.device_ids()
+            ids = await self.store.device_ids()
             await asyncio.to_thread(self.creds.write_broker_files, ids)
-            if probe_device is None:
-                await self.broker.reload()
-            else:
-                await self.broker.reload(self.creds.mqtt_user(probe_device), self.creds.mqtt_password(probe_device))
+            await self.broker.reload()
 
     # ---- credentials ----
 
@@ -68,7 +65,7 @@ class Devices:
     async def provision(self, device_id: str, client_id: str | None = None, via: str = "provisioned") -> dict:
         """Record the device (the broker learns its user at once) and its credentials."""
         if await self.store.add_device(device_id, client_id, via):
-            await self._sync(device_id)
+            await self._sync()
             log.info("device %s provisioned (%s)", device_id, via)
         return self.credentials(device_id)
 
@@ -124,6 +121,6 @@ class Devices:
         a = await self.store.approve_activation(code)
         if a is None:
             return None
-        await self._sync(a["device_id"])
+        await self._sync()
         log.info("device %s activated with code %s", a["device_id"], code)
         return a["device_id"]

@@ -9,20 +9,36 @@ reconnects with a growing back-off; while it is away `publish` fails at
 once with BrokerUnavailable instead of queueing (an immediate command must
 not fire hours later). `on_connect()` runs after every (re)connect so the
 owner can send what never got an ack.
+
+What one device may cost: each kind of report (ack, state) of one device
+passes a token bucket of REPORTS_PER_S with bursts of REPORTS_BURST, as a
+WebSocket connection's text frames do; reports over it are dropped before
+anything decodes them, counted per device (`dropped`), and logged through
+a LogThrottle: one line per kind per interval, then one summary line.
 """
 import asyncio
+import collections
 import logging
+import time
 
 import aiomqtt
 
 from .. import protocol as proto
+from ..logthrottle import LogThrottle
 from ..protocol.backoff import Backoff
+from ..tokenbucket import TokenBucket
 from .errors import BrokerUnavailable
 
 log = logging.getLogger(__name__)
 
 REPORT_TOPICS = (proto.topic(proto.TOPIC_RPT_ACK, "+"), proto.topic(proto.TOPIC_RPT_STATE, "+"))
 PUBLISH_TIMEOUT_S = 3.0
+# Per device and kind of report. A board reports a state change at a time and
+# acks at most the 8 requests the pacer lets wait for it; the burst covers a
+# reconnect that sends its late acks and reports at once.
+REPORTS_PER_S = 20
+REPORTS_BURST = 60
+MAX_BUCKETS = 10000         # devices tracked at once; idle (full) buckets are dropped first
 
 
 def report_of(topic):
@@ -35,8 +51,10 @@ def report_of(topic):
 
 class MqttLink:
     def __init__(self, host, port, username=None, password=None, on_report=None, on_connect=None,
-                 backoff_first_s=0.2, backoff_max_s=5.0, keepalive_s=30):
+                 backoff_first_s=0.2, backoff_max_s=5.0, keepalive_s=30, log_interval_s=10.0,
+                 clock=time.monotonic):
         self.host, self.port = host, port
+        self.transport = "tcp"      # "unix": host is the path of the broker's socket
         self.username, self.password = username, password
         self.on_report = on_report
         self.on_connect = on_connect
@@ -48,6 +66,10 @@ class MqttLink:
         self._client = None
         self._task = None
         self._handlers = set()
+        self.clock = clock
+        self._buckets = {}                          # (kind, device_id) -> TokenBucket
+        self.dropped = collections.Counter()        # device_id -> reports dropped over the rate
+        self.log_throttle = LogThrottle(log, interval_s=log_interval_s, burst=1)
 
     async def start(self, wait_s=2.0):
         """Start connecting; wait up to wait_s for the first connection (not an error if none)."""
@@ -88,7 +110,8 @@ class MqttLink:
         while True:
             try:
                 async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
-                                          keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S) as client:
+                                          keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
+                                          transport=self.transport) as client:
                     for t in REPORT_TOPICS:
                         await client.subscribe(t, qos=1)
                     self._client = client
@@ -114,10 +137,32 @@ class MqttLink:
         where = report_of(message.topic.value)
         if where is None or self.on_report is None:
             return
-        if message.retain:
-            log.warning("ignored a retained %s report for %s", where[0], where[1])
+        kind, device_id = where
+        if not self._admit(kind, device_id):
             return
-        self._spawn(self.on_report(where[0], where[1], message.payload))
+        if message.retain:
+            self.log_throttle.log(logging.WARNING, ("retained", kind),
+                                  "ignored a retained %s report for %s", kind, device_id)
+            return
+        self._spawn(self.on_report(kind, device_id, message.payload))
+
+    def _admit(self, kind, device_id):
+        """True if this device's reports of this kind are within their rate."""
+        now = self.clock()
+        bucket = self._buckets.get((kind, device_id))
+        if bucket is None:
+            if len(self._buckets) >= MAX_BUCKETS:
+                self._buckets = {k: b for k, b in self._buckets.items()
+                                 if b.tokens + (now - b.stamp) * b.rate < b.burst}
+            bucket = self._buckets[(kind, device_id)] = TokenBucket(REPORTS_PER_S, REPORTS_BURST, now)
+        if bucket.take(now):
+            return True
+        self.dropped[device_id] += 1
+        if len(self.dropped) > MAX_BUCKETS:
+            self.dropped = collections.Counter(dict(self.dropped.most_common(MAX_BUCKETS // 2)))
+        self.log_throttle.log(logging.WARNING, ("over the rate", kind),
+                              "%s reports from %s over %d/s are dropped", kind, device_id, REPORTS_PER_S)
+        return False
 
     def _spawn(self, coro):
         # Handlers run beside the reader so a slow store never stalls the socket.

@@ -14,6 +14,13 @@ dropped. Schedules whose SET_ALARM/UNSET_ALARM has no ack are sent again
 when the broker comes back and when the device reports its state: only that
 device's, at most one round per RESEND_INTERVAL_S, so a stream of reports
 cannot turn into a stream of requests.
+
+Reports that are dropped (not JSON, not fitting their schema, acks for
+requests never sent) are logged one line per kind per interval, then one
+summary line (LogThrottle): one device's flood writes a few lines, not one
+per report. A device's reports are also rate-bounded before they get here
+(mqtt.py). Two boards sharing one device id are noticed (duplicates.py)
+and shown in the device's record.
 """
 from __future__ import annotations
 
@@ -24,8 +31,10 @@ import uuid
 from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from .. import protocol as proto
+from ..logthrottle import LogThrottle
 from . import checks
 from . import store as st
+from .duplicates import DuplicateWatch
 from .errors import BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed
 from .pacer import Pacer
 
@@ -75,10 +84,17 @@ class ControlPlane:
         self._resending = asyncio.Lock()
         self._last_round: dict[str, float] = {}     # device_id -> monotonic time of its last report-driven round
         self.acks_recorded = 0    # since start (logs, the bench: stored rows are pruned)
+        self.duplicates = DuplicateWatch()
+        self.log_throttle = LogThrottle(log, burst=1)
 
     async def start(self) -> ControlPlane:
         await self.store.open()
         if self.devices is not None:
+            broker = self.devices.broker
+            broker.on_takeover = self.duplicates.takeover
+            # A broker started here has a socket of its own for the server's
+            # link, known once it runs (broker.py).
+            self.link.host, self.link.port, self.link.transport = broker.server_address()
             await self.devices.start()
         await self.link.start()
         return self
@@ -105,6 +121,10 @@ class ControlPlane:
         msg = proto.mqtt_request({"device_id": device_id, "req_id": req_id, "timestamp": _now_ms()},
                                  action, payload)
         err = proto.validate("mqtt.envelope", msg, "request")
+        if not err and len(proto.encode(msg).encode()) > proto.MQTT_MAX_PAYLOAD:
+            # The broker disconnects a client whose packet is over its limit (broker.py).
+            err = "request: %d bytes encoded, over the %d byte limit of an MQTT request" % (
+                len(proto.encode(msg).encode()), proto.MQTT_MAX_PAYLOAD)
         if err:
             if have_slot:
                 self.pacer.release(device_id)
@@ -299,16 +319,26 @@ class ControlPlane:
         return {"device_id": device_id,
                 "broker_connected": self.broker_connected,
                 "state": await self.store.get_state(device_id),
+                "duplicate": self.duplicates.record(device_id),
+                "reports_dropped": self._dropped(device_id),
                 "recent_requests": requests,
                 "schedules": await self.list_schedules(device_id)}
 
+    def _dropped(self, device_id):
+        """Reports of this device dropped over the rate since the server started."""
+        dropped = getattr(self.link, "dropped", None)
+        return dropped.get(device_id, 0) if dropped is not None else 0
+
     # ---- reports from devices ----
+
+    def _ignored(self, kind, msg, *args):
+        self.log_throttle.log(logging.WARNING, kind, msg, *args)
 
     async def _on_report(self, kind, device_id, raw):
         try:
             msg = proto.decode_json(bytes(raw).decode("utf-8", "replace"), proto.MQTT_MAX_PAYLOAD)
         except proto.ProtoError as e:
-            log.warning("ignored %s report from %s: %s", kind, device_id, e)
+            self._ignored(("unreadable", kind), "ignored %s report from %s: %s", kind, device_id, e)
             return
         if kind == "state":
             await self._on_state(device_id, msg)
@@ -318,8 +348,10 @@ class ControlPlane:
     async def _on_state(self, device_id, msg):
         err = proto.validate("mqtt.state", msg, "state")
         if err:
-            log.warning("ignored state report from %s: %s", device_id, err)
+            self._ignored("malformed state", "ignored state report from %s: %s", device_id, err)
             return
+        if msg.get("event") == "online":        # the board reports it at every connect
+            self.duplicates.connected(device_id)
         await self.store.save_state(device_id, msg)
         if msg.get("event") == ALARM_MISSED and "alarm" in msg:
             # The parents see it with the schedule (GET .../schedules), not only
@@ -344,14 +376,16 @@ class ControlPlane:
     async def _on_ack(self, device_id, ack):
         err = proto.validate("mqtt.ack", ack, "ack")
         if err:
-            log.warning("ignored malformed ack from %s: %s", device_id, err)
+            self._ignored("malformed ack", "ignored malformed ack from %s: %s", device_id, err)
             return
         req = await self.store.get_request(ack["req_id"]) if ack["req_id"] else None
         if req is None or req["device_id"] != device_id:
-            log.warning("ignored ack from %s for unknown request %r: %s", device_id, ack["req_id"], ack["message"])
+            self._ignored("stray ack", "ignored ack from %s for unknown request %r: %s",
+                          device_id, ack["req_id"], ack["message"][:80])
             return
         if req["ack"] is not None:
-            log.info("ignored a second ack from %s for %s", device_id, ack["req_id"])
+            self.log_throttle.log(logging.INFO, "second ack", "ignored a second ack from %s for %s",
+                                  device_id, ack["req_id"])
             return
         await self.store.record_ack(ack["req_id"], ack)
         self.acks_recorded += 1

@@ -13,13 +13,22 @@ servers send it (url empty without a vision endpoint): xiaozhi-sdk fails
 on an initialize without it and the session would lose every device tool.
 The device's camera tools reach the model only when a vision endpoint is
 configured, since without one a photo cannot be explained.
+
+Every device tool goes into every LLM request, so what a device declares
+is bounded and checked before the model sees it (`usable()`): at most
+MAX_TOOLS tools and MAX_TOOL_BYTES of declarations, each at most
+MAX_DECLARATION_BYTES; an inputSchema that is not an object schema (the
+model's API would refuse the whole request) drops its tool; a name that
+comes again (as given, or as the LLM name it sanitises to) keeps its first
+tool. Each dropped tool is logged.
 """
 import asyncio
+import json
 import logging
 from typing import Any, Awaitable, Callable
 
 from .. import protocol as proto
-from .tools import Tool, ToolOutcome, needs_vision
+from .tools import Tool, ToolOutcome, needs_vision, sanitize
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +37,47 @@ CALL_IDS = 10000    # tools/call: 10000 and up
 MAX_PAGES = 50
 # Tools one device may declare: each one goes into every LLM request.
 MAX_TOOLS = 64
+MAX_DECLARATION_BYTES = 4096     # one tool: name, description and inputSchema, as JSON
+MAX_TOOL_BYTES = 32768           # all of one device's tools
+
+
+def _schema_problem(schema):
+    """Why an inputSchema cannot go to the model as a function's parameters, or None."""
+    if schema.get("type", "object") != "object":
+        return "its inputSchema is not of type object"
+    props = schema.get("properties", {})
+    if not isinstance(props, dict) or not all(isinstance(p, dict) for p in props.values()):
+        return "its inputSchema's properties are not an object of schemas"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return "its inputSchema's required is not a list of names"
+    return None
+
+
+def usable(declarations):
+    """The device's declarations the model may see, in order: bounded, valid, unique."""
+    out, names, total, dropped = [], set(), 0, []
+    for decl in declarations:
+        name = decl["name"]
+        why = _schema_problem(decl["inputSchema"])
+        size = len(json.dumps(decl, ensure_ascii=False).encode())
+        if why is None and (name in names or sanitize(name) in names):
+            why = "its name comes twice"
+        if why is None and size > MAX_DECLARATION_BYTES:
+            why = "its declaration is %d bytes (at most %d)" % (size, MAX_DECLARATION_BYTES)
+        if why is None and total + size > MAX_TOOL_BYTES:
+            why = "the device's tools are over %d bytes" % MAX_TOOL_BYTES
+        if why is None and len(out) >= MAX_TOOLS:
+            why = "the device declares more than %d tools" % MAX_TOOLS
+        if why is not None:
+            dropped.append("%r: %s" % (name[:40], why))
+            continue
+        names.update((name, sanitize(name)))
+        total += size
+        out.append(decl)
+    if dropped:     # one line, however many: a device's list is not worth a line per tool
+        log.warning("%d device tools not used: %s", len(dropped), "; ".join(dropped)[:400])
+    return out
 
 
 class DeviceMcpError(Exception):
@@ -83,7 +133,14 @@ class DeviceMcp:
         return True
 
     async def start(self) -> list[dict]:
-        """initialize, then every tools/list page. Returns the declarations."""
+        """initialize, then every tools/list page. Returns the declarations.
+        `ready` is set at the end even when the device fails: nothing waits for ever."""
+        try:
+            return await self._start()
+        finally:
+            self.ready.set()
+
+    async def _start(self):
         params: dict[str, Any] = {
             "protocolVersion": proto.MCP_PROTOCOL_VERSION,
             "capabilities": {"vision": dict(self.vision)},
@@ -104,8 +161,15 @@ class DeviceMcp:
                 params["cursor"] = cursor
             page = await self._request("tools/list", params)
             err = proto.validate("jsonrpc.tools_list_result", page)
-            if err:
+            if err and not (isinstance(page, dict) and isinstance(page.get("tools"), list)):
                 raise DeviceMcpError("tools/list answer does not fit the protocol: %s" % err)
+            if err:     # one bad declaration costs its own tool, not the others
+                good = [t for t in page["tools"] if proto.validate("jsonrpc.tool", t) is None]
+                log.warning("device tools/list: %d of %d declarations do not fit the protocol (%s): left out",
+                            len(page["tools"]) - len(good), len(page["tools"]), err)
+                page = {"tools": good, "nextCursor": page.get("nextCursor")}
+                if proto.validate("jsonrpc.tools_list_result", page) is not None:
+                    page.pop("nextCursor")      # a cursor that does not fit ends the paging
             tools.extend(page["tools"])
             cursor = page.get("nextCursor")
             if len(tools) > MAX_TOOLS or (len(tools) == MAX_TOOLS and cursor):
@@ -118,10 +182,9 @@ class DeviceMcp:
                 log.warning("device repeated tools/list cursor %r; stopping", cursor)
                 break
             seen.add(cursor)
-        self.tools = tools
-        self.ready.set()
-        log.info("device offers %d tools: %s", len(tools), ", ".join(t["name"] for t in tools))
-        return tools
+        self.tools = usable(tools)
+        log.info("device offers %d tools: %s", len(self.tools), ", ".join(t["name"][:64] for t in self.tools))
+        return self.tools
 
     async def call(self, name: str, arguments: dict | None, timeout: float | None = None) -> tuple[str, bool]:
         """(text, is_error) of one device tool call."""

@@ -16,8 +16,14 @@ from ..text.lang import is_han
 log = logging.getLogger(__name__)
 
 
+# The longest function name the OpenAI API takes (longer ones fail the request).
+MAX_LLM_NAME = 64
+
+
 def sanitize(name: str) -> str:
-    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or is_han(c) else "_" for c in name)
+    """The name the LLM sees: [A-Za-z0-9_-] and CJK, "_" for anything else, at most MAX_LLM_NAME."""
+    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) or is_han(c) else "_"
+                   for c in name[:MAX_LLM_NAME])
 
 
 def needs_vision(name: str) -> bool:

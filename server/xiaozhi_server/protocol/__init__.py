@@ -1071,6 +1071,31 @@ SCHEMAS = {
     ),
     'result:self.mp3.stop': '{"type":"object","required":["stopped"],"properties":{"stopped":{"type":"boolean"}}}',
     'result:self.power_off': '{"type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"}}}',
+    'shard.command': (
+        '{"type":"object","required":["release"],"additionalProperties":false,"properties":{"rele'
+        'ase":{"$ref":"shard.command.device_session"}}}'
+    ),
+    'shard.command.device_session': (
+        '{"type":"object","required":["device","session"],"additionalProperties":false,"propertie'
+        's":{"device":{"type":"string","minLength":1,"maxLength":256},"session":{"type":"string",'
+        '"minLength":1,"maxLength":64}}}'
+    ),
+    'shard.report': (
+        '{"type":"object","additionalProperties":false,"properties":{"ready":{"type":"integer","m'
+        'inimum":1},"llm":{"type":"string","maxLength":200},"error":{"type":"string","minLength":'
+        '1,"maxLength":4000},"sessions":{"type":"integer","minimum":0},"claim":{"$ref":"shard.com'
+        'mand.device_session"}},"oneOf":[{"required":["ready"]},{"required":["error"]},{"required'
+        '":["sessions"]},{"required":["claim"]}],"x-error":"a worker\'s line holds exactly one of '
+        'ready, error, sessions, claim"}'
+    ),
+    'shard.settings': (
+        '{"type":"object","required":["worker","workers","config","log_level","device_tokens","wi'
+        'th_mcp"],"additionalProperties":false,"properties":{"worker":{"type":"integer","minimum"'
+        ':1},"workers":{"type":"integer","minimum":1},"config":{"type":"object","required":["serv'
+        'er","limits","session"]},"log_level":{"type":"integer","minimum":0},"device_tokens":{"ty'
+        'pe":"boolean"},"with_mcp":{"type":"boolean"},"services_factory":{"type":["string","null"'
+        '],"maxLength":200},"sys_path":{"type":"array","items":{"type":"string"}}}}'
+    ),
     'sim.event': (
         '{"type":"object","required":["event"],"properties":{"event":{"type":"string","minLength"'
         ':1,"maxLength":32}},"allOf":[{"if":{"properties":{"event":{"const":"boot"}}},"then":{"re'
@@ -1248,6 +1273,10 @@ _NAMES = {
     'result:self.mp3.play': 'self.mp3.play.result',
     'result:self.mp3.stop': 'self.mp3.stop.result',
     'result:self.power_off': 'self.power_off.result',
+    'shard.command': 'command',
+    'shard.command.device_session': 'device_session',
+    'shard.report': 'report',
+    'shard.settings': 'settings',
     'sim.event': 'event',
     'tool:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume',
     'tool:self.get_device_status': 'self.get_device_status',

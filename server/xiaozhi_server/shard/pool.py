@@ -13,9 +13,15 @@ worker dies stay in the queue for the others; no other program can bind
 the port alongside and take a share; and port 0 works (tests).
 
 Each worker talks to the primary over its own socketpair, one JSON object
-a line: the primary sends the worker's settings; the worker answers
-{"ready": pid, "llm": ...} once its models are loaded and it accepts, then
-{"sessions": n} whenever its count changes. The socketpair is also the
+a line (channel.py, schemas shard.settings and shard.report in
+shared/protocol): the primary sends the worker's settings; the worker
+answers {"ready": pid, "llm": ...} once its models are loaded and it
+accepts, then {"sessions": n} whenever its count changes, and {"claim":
+...} when a device's hello opened a session there: the primary then tells
+the worker holding that device's older session to release it ({"release":
+...}), so a device has one session across workers as within one
+(transport/device_sessions.py). A line that does not fit is logged and
+skipped: it never ends the channel. The socketpair is also the
 worker's lifeline: when the primary is gone, however it ended, the worker
 reads end-of-file and stops (and the kernel sends it SIGTERM, worker.py).
 
@@ -26,7 +32,6 @@ minimum once a worker has stayed up STABLE_S. The others go on serving
 meanwhile.
 """
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -34,9 +39,11 @@ import socket
 import subprocess
 import sys
 
+from ..logthrottle import LogThrottle
 from ..protocol.backoff import Backoff
 from ..runtime.runtime import load_registry
 from ..transport.guard import accept_burst
+from . import channel
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +51,7 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 30.0
 STABLE_S = 60.0
 STOP_TIMEOUT_S = 10.0
-CHANNEL_LIMIT = 1 << 20
+MAX_HOLDERS = 100000        # devices whose newest session the primary remembers
 
 
 class WorkerFailed(Exception):
@@ -121,6 +128,8 @@ class WorkerPool:
         self._keepers = []
         self._procs = set()
         self._stopping = False
+        self.log_throttle = LogThrottle(log)
+        self._holders = {}         # device_id -> (worker id, session id) of its newest session
 
     def sessions(self):
         """Sessions per worker, in worker order (0 while one is restarting)."""
@@ -175,14 +184,15 @@ class WorkerPool:
         finally:
             theirs.close()
         self._procs.add(proc)
-        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=CHANNEL_LIMIT)
+        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=channel.LIMIT)
         w = _Worker(wid, proc, reader, writer)
         try:
-            writer.write(json.dumps(self._settings(wid)).encode() + b"\n")
-            await writer.drain()
-            line = await reader.readline()
-            ready = json.loads(line) if line else {}
-        except (OSError, ValueError):
+            await channel.send(writer, "shard.settings", self._settings(wid))
+            ready = await channel.read_one(reader, "shard.report") or {}
+        except channel.BadLine as e:
+            log.error("worker %d: its first line is not a report: %s", wid, e)
+            ready = {}
+        except OSError:
             ready = {}
         if "ready" not in ready:
             writer.close()
@@ -197,23 +207,25 @@ class WorkerPool:
 
     async def _watch(self, w):
         """Follow a worker's reports until it is gone; its exit code."""
-        try:
-            while True:
-                line = await w.reader.readline()
-                if not line:
-                    break
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(msg.get("sessions"), int):
-                    w.sessions = msg["sessions"]
-        except OSError:
-            pass
+        async for msg in channel.lines(w.reader, "shard.report", self.log_throttle, "worker %d" % w.id):
+            if "sessions" in msg:
+                w.sessions = msg["sessions"]
+            elif "claim" in msg:
+                self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"])
         w.writer.close()
         code = await w.proc.wait()
         self._procs.discard(w.proc)
         return code
+
+    def _claimed(self, wid, device_id, session_id):
+        """A worker opened a session for this device: an older one on another worker is released."""
+        before = self._holders.pop(device_id, None)
+        self._holders[device_id] = (wid, session_id)
+        if len(self._holders) > MAX_HOLDERS:
+            self._holders.pop(next(iter(self._holders)))
+        if before is not None and before[0] != wid and before[0] in self._workers:
+            channel.write(self._workers[before[0]].writer, "shard.command",
+                          {"release": {"device": device_id, "session": before[1]}})
 
     async def _keep(self, w):
         loop = asyncio.get_running_loop()

@@ -17,7 +17,6 @@ is left to the primary, which stops the workers itself.
 import asyncio
 import ctypes
 import importlib
-import json
 import logging
 import os
 import signal
@@ -25,8 +24,10 @@ import socket
 import sys
 
 from ..config import ConfigError
+from ..logthrottle import LogThrottle
 from ..providers.registry import ProviderError
 from ..runtime.registry import RegistryError
+from . import channel
 
 PR_SET_PDEATHSIG = 1
 # Errors that name a setting: said in one line, without a traceback.
@@ -89,11 +90,14 @@ async def _build(settings, config, listen_fds):
 
 async def serve(channel_fd, listen_fds):
     loop = asyncio.get_running_loop()
-    reader, writer = await asyncio.open_unix_connection(sock=socket.socket(fileno=channel_fd), limit=1 << 20)
-    line = await reader.readline()
-    if not line:
+    reader, writer = await asyncio.open_unix_connection(sock=socket.socket(fileno=channel_fd), limit=channel.LIMIT)
+    try:
+        settings = await channel.read_one(reader, "shard.settings")
+    except channel.BadLine as e:
+        print("worker: the primary's settings line is not usable: %s" % e, file=sys.stderr)
         return 1
-    settings = json.loads(line)
+    if settings is None:
+        return 1
     wid = settings["worker"]
     logging.basicConfig(level=settings["log_level"],
                         format="%%(asctime)s %%(levelname).1s w%d %%(name)s: %%(message)s" % wid)
@@ -107,19 +111,24 @@ async def serve(channel_fd, listen_fds):
         # here first, and the primary says why it could not start.
         if not isinstance(e, SETTING_ERRORS):
             log.exception("worker %d could not start", wid)
-        writer.write(json.dumps({"error": str(e) or type(e).__name__}).encode() + b"\n")
-        await writer.drain()
+        await channel.send(writer, "shard.report", {"error": (str(e) or type(e).__name__)[:4000]})
         return 2
 
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
 
+    def claimed(device_id, session_id):
+        channel.write(writer, "shard.report", {"claim": {"device": device_id[:256], "session": session_id}})
+    ws.device_sessions.on_claim = claimed
+
     async def lifeline():
-        while await reader.readline():
-            pass
+        # A bad line is skipped; only the end of the channel (the primary is
+        # gone) stops this worker.
+        async for msg in channel.lines(reader, "shard.command", LogThrottle(log), "primary"):
+            ws.device_sessions.release(msg["release"]["device"], msg["release"]["session"])
         stop.set()
     watching = asyncio.create_task(lifeline())
-    writer.write(json.dumps({"ready": os.getpid(), "llm": services.llm_line()}).encode() + b"\n")
+    await channel.send(writer, "shard.report", {"ready": os.getpid(), "llm": services.llm_line()[:200]})
     log.info("worker %d serving (pid %d, WebSocket caps %d open / %d pending)", wid, os.getpid(),
              config["limits"]["ws_max_connections"], config["limits"]["ws_max_pending"])
     reported = None
@@ -127,8 +136,7 @@ async def serve(channel_fd, listen_fds):
         while not stop.is_set():
             count = len(services.sessions)
             if count != reported:
-                writer.write(json.dumps({"sessions": count}).encode() + b"\n")
-                await writer.drain()
+                await channel.send(writer, "shard.report", {"sessions": count})
                 reported = count
             try:
                 await asyncio.wait_for(stop.wait(), REPORT_EVERY_S)

@@ -28,6 +28,7 @@ from .. import protocol as proto
 from ..logthrottle import LogThrottle
 from ..session.session import Session
 from . import auth
+from .device_sessions import DeviceSessions
 from .guard import ConnectionGuard, accept_burst
 from .ratelimit import LimitedConnection, RateStats
 
@@ -75,6 +76,7 @@ class WsServer:
                                      float(self.limits["log_interval_s"]))
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.rate_stats = RateStats()
+        self.device_sessions = DeviceSessions()
         self._servers: list[Server] = []
 
     @property
@@ -103,12 +105,19 @@ class WsServer:
         transport = connection.transport
 
         def hello_seen():
-            # The device proved itself: no longer a pending connection.
+            # The device proved itself: no longer a pending connection, and
+            # the device's newest session (an older one is told and closed).
             if session.hello is not None:
                 self.guard.busy(transport)
                 limited.on_receive = None
+                if ident.device_id and not session.closed:
+                    self.device_sessions.claim(ident.device_id, session)
         limited.on_receive = hello_seen
-        await session.run()
+        try:
+            await session.run()
+        finally:
+            if ident.device_id:
+                self.device_sessions.gone(ident.device_id, session)
 
     def _connection_class(self):
         return type("GuardedConnection", (_GuardedConnection,), {"guard": self.guard})

@@ -85,10 +85,12 @@ async def test_bad_requests_get_refusal_acks_and_the_board_keeps_working(rig):
     await refused(json.dumps(m.request(proto.ACTION_START_APP_TASK, dict(
         REPEATER, params={"name": "lesson1.mp3", "repeat": "lots"}, source="mqtt_immediate"))).encode(),
         "repeat")
-    big = m.request(proto.ACTION_START_APP_TASK, dict(REPEATER, params={"name": "x" * 65536, "repeat": 1},
+    # Over the board's 2 KB buffer, under the broker's packet limit (a bigger
+    # one never reaches the board: the broker closes its sender).
+    big = m.request(proto.ACTION_START_APP_TASK, dict(REPEATER, params={"name": "x" * 9000, "repeat": 1},
                                                        source="mqtt_immediate"))
     ack = await refused(json.dumps(big).encode(), "too_large")
-    assert "65" in ack["message"]
+    assert int(ack["message"].split(" bytes")[0].split()[-1]) > 9000, ack     # "request of N bytes is over ..."
     await refused(json.dumps(m.request(proto.ACTION_PLAY_MEDIA, {"url": "http://x/y.mp3"})).encode(),
                   proto.ACTION_PLAY_MEDIA)
     assert not fw.find("player", state="playing"), "no bad request started anything"

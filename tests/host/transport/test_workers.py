@@ -16,11 +16,14 @@ import testkit
 from testkit.child_procs import children, wait_gone
 from testkit.control_api import eventually
 from testkit.mosquitto import Mosquitto
+from testkit.mqtt_device import MqttDevice
 from testkit.wire_device import WireDevice
+from xiaozhi_server.transport.device_sessions import REPLACED
 
 START_S = 240           # two workers loading their models on a busy machine
 ANSWER = "🙂 The sky is blue because of the air."
 TOKEN = "workers-test-token"
+LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
 
 
 @pytest.fixture
@@ -85,6 +88,17 @@ class Primary:
 @pytest.fixture
 async def primary(tmp_path, broker, fake_llm):
     fake_llm.default_reply = ANSWER
+    p = await start_primary(tmp_path, broker, fake_llm)
+    try:
+        yield p
+    finally:
+        if p.proc.returncode is None:
+            p.proc.kill()
+            await p.proc.wait()
+
+
+async def start_primary(tmp_path, broker, fake_llm, log_name="server.log"):
+    """`xiaozhi-server run --workers 2` on its config, database and secret in tmp_path."""
     cfg = {
         "server": {"host": "127.0.0.1", "ws_port": 0, "http_port": 0},
         "mqtt": {"url": broker.url},
@@ -96,7 +110,7 @@ async def primary(tmp_path, broker, fake_llm):
     }
     path = tmp_path / "server.yaml"
     path.write_text(json.dumps(cfg))     # JSON is YAML
-    log_path = tmp_path / "server.log"
+    log_path = tmp_path / log_name
     env = dict(os.environ, PYTHONPATH=str(testkit.ROOT / "server"))
     with open(log_path, "wb") as log:
         proc = await asyncio.create_subprocess_exec(
@@ -104,11 +118,11 @@ async def primary(tmp_path, broker, fake_llm):
             cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=log)
     p = Primary(proc, log_path)
     try:
-        yield await p.started()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        return await p.started()
+    except BaseException:
+        proc.kill()
+        await proc.wait()
+        raise
 
 
 async def chat_on_each(devices):
@@ -197,6 +211,18 @@ async def test_a_device_token_from_the_primary_opens_a_session_on_any_worker(pri
         code, reason = await other.wait_closed(timeout=60)
         assert code == 1008 and "wrong token" in reason
 
+    # A second session of the device replaces the first on whichever worker
+    # either landed (the routing between workers: test_worker_channel.py).
+    for _ in range(3):
+        first = WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:01", token=creds["token"], mcp=False)
+        await first.connect()
+        await first.hello(timeout=60)
+        async with WireDevice(primary.ws_url, device_id="aa:bb:cc:00:99:01", token=creds["token"], mcp=False) as second:
+            await second.hello(timeout=60)
+            assert await first.wait_closed(timeout=30) == (1000, REPLACED)
+            assert second.closed is None
+        await first.close()
+
 
 async def test_workers_end_when_the_primary_is_killed(primary):
     tree = primary.tree()
@@ -205,3 +231,70 @@ async def test_workers_end_when_the_primary_is_killed(primary):
     await primary.proc.wait()
     for pid in tree:
         assert await asyncio.to_thread(wait_gone, pid, 30), "process %d outlived the killed server" % pid
+
+
+async def test_killing_a_worker_mid_turn_and_then_the_primary_loses_and_doubles_no_command(
+        primary, broker, fake_llm, tmp_path):
+    """kill -9 of a worker while sessions are mid-reply and a lesson was just
+    started, then of the primary with a schedule still waiting for its ack:
+    every command reaches the board once, every ack is recorded once, and the
+    schedule waiting at the kill is sent again once by the next primary."""
+    async with aiohttp.ClientSession() as http:
+        async def api(method, path, body=None, p=primary):
+            async with http.request(method, p.url(path), json=body) as r:
+                return r.status, await r.json()
+
+        async with MqttDevice(broker.port, "kid-w") as board:
+            seen = []
+            inner = board.answer
+
+            def answer(req):
+                seen.append(req["header"]["req_id"])
+                return inner(req) if board_acks else None
+            board_acks = True
+            board.answer = answer
+            status, s1 = await api("POST", "/api/devices/kid-w/schedules?wait=10",
+                                   {"time": "07:00", "pending_task": LESSON})
+            assert status == 201 and s1["state"] == "active", s1
+            status, lesson = await api("POST", "/api/devices/kid-w/tasks?wait=10", LESSON)
+            assert status == 200 and lesson["ack"]["ok"], lesson
+
+            devices = []
+            try:
+                opened = await sessions_on_every_worker(primary, devices, 200)
+                fake_llm.reply(ANSWER, first_token_delay=1.0, chunk_delay=0.2)
+                for dev in opened:
+                    await dev.detect("why is the sky blue")
+                os.kill(min(primary.workers()), signal.SIGKILL)        # mid-reply on that worker
+                status, during = await api("POST", "/api/devices/kid-w/tasks?wait=10", LESSON)
+                assert status == 200 and during["ack"]["ok"], during
+                await eventually(lambda: primary.log().count(" ready (pid ") == 3, timeout=START_S)
+            finally:
+                for dev in devices:
+                    await dev.close()
+
+            board_acks = False      # the board is busy: the next schedule waits for its ack
+            status, s2 = await api("POST", "/api/devices/kid-w/schedules", {"time": "08:00", "pending_task": LESSON})
+            assert status == 201 and s2["state"] == "pending_ack"
+            await eventually(lambda: len(seen) == 4, timeout=30)
+            primary.proc.kill()
+            await primary.proc.wait()
+            board_acks = True
+            again = await start_primary(tmp_path, broker, fake_llm, "server-2.log")
+            try:
+                async def settled():
+                    _, s = await api("GET", "/api/devices/kid-w/schedules/%s" % s2["alarm_id"], p=again)
+                    return s if s["state"] == "active" else None
+                await eventually(settled, timeout=60)
+                _, d = await api("GET", "/api/devices/kid-w", p=again)
+                _, listed = await api("GET", "/api/devices/kid-w/schedules", p=again)
+            finally:
+                again.proc.kill()
+                await again.proc.wait()
+
+    assert len(seen) == len(set(seen)) == 5, seen       # 4 requests, then s2 once more (a new req_id)
+    assert sorted(s["alarm_id"] for s in listed["schedules"]) == sorted([s1["alarm_id"], s2["alarm_id"]])
+    acked = [r for r in d["recent_requests"] if r["ack"] is not None]
+    assert sorted(r["req_id"] for r in acked) == sorted([s1["last_req_id"], lesson["req_id"], during["req_id"],
+                                                        seen[-1]])
+    assert all(s["state"] == "active" for s in listed["schedules"])

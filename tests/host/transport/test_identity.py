@@ -1,0 +1,26 @@
+"""Identity on the wire (issue 26): a second live session for one device
+(a rebooted board whose old connection is still open, or two boards with
+one Device-Id) no longer runs beside the first: the newest wins and the
+older one is told (goodbye, then close 1000, both with the reason). With
+device tokens, another device's id cannot be claimed at all."""
+from testkit.server import server_config
+from testkit.wire_device import WireDevice
+from xiaozhi_server.transport.device_sessions import REPLACED
+
+
+async def test_a_second_session_of_one_device_replaces_the_first_which_is_told(fake_llm, start_server):
+    server = await start_server(server_config(fake_llm.base_url))
+    async with WireDevice(server.ws.url, device_id="aa:bb:cc:00:11:01", mcp=False) as old, \
+            WireDevice(server.ws.url, device_id="aa:bb:cc:00:11:02", mcp=False) as other:
+        await old.hello()
+        await other.hello()
+        async with WireDevice(server.ws.url, device_id="aa:bb:cc:00:11:01", mcp=False) as new:
+            await new.hello()
+            assert await old.wait_closed(timeout=30) == (1000, REPLACED)
+            assert old.find("goodbye", reason=REPLACED)
+            fake_llm.reply("🙂 Here I am.")
+            await new.detect("hello")
+            await new.wait_json("tts", state="stop", timeout=60)
+            assert "Here I am." in new.texts() and new.closed is None
+        assert other.closed is None         # another device's session is left alone
+    assert server.ws.device_sessions.replaced == 1
