@@ -25,6 +25,7 @@ import socket
 import sys
 
 from ..config import ConfigError
+from .drain import drain_sessions
 from ..providers.registry import ProviderError
 from ..runtime.registry import RegistryError
 
@@ -114,8 +115,16 @@ async def serve(channel_fd, listen_fds):
     loop.add_signal_handler(signal.SIGTERM, stop.set)
 
     async def lifeline():
-        while await reader.readline():
-            pass
+        # The primary's lines: {"drain": seconds} (the node drains); end-of-file: it is gone.
+        while line := await reader.readline():
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "drain" in msg:
+                ws.stop_accepting()
+                await drain_sessions(services.sessions, float(msg["drain"]))
+                writer.write(json.dumps({"drained": True}).encode() + b"\n")
         stop.set()
     watching = asyncio.create_task(lifeline())
     writer.write(json.dumps({"ready": os.getpid(), "llm": services.llm_line()}).encode() + b"\n")
