@@ -40,6 +40,7 @@ from . import store as st
 from .errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
                      StoreUnavailable)
 from .pacer import Pacer
+from .store_fleet import DRAINING
 
 if TYPE_CHECKING:
     from ..runtime.registry import Registry
@@ -309,7 +310,7 @@ class ControlPlane:
         await self.store.delivered(device_id, sched["alarm_id"], req_id)
         self.delivered += 1
         log.info("%s %s to %s (%s%s)", action, sched["alarm_id"], device_id, req_id,
-                 ", taken over from a node that stopped" if sched.get("taken_over") else "")
+                 ", the same request again: it may have gone out before" if sched.get("taken_over") else "")
         return req_id
 
     async def get_schedule(self, device_id: str, alarm_id: str) -> dict:
@@ -337,6 +338,24 @@ class ControlPlane:
                 "state": await self.store.get_state(device_id),
                 "recent_requests": requests,
                 "schedules": await self.list_schedules(device_id)}
+
+    # ---- the nodes sharing the store ----
+
+    async def nodes(self) -> list[dict]:
+        return await self.store.nodes()
+
+    async def drain_node(self, node_id: str) -> dict:
+        """Ask a node (`self`: this one) to drain: it stops taking devices,
+        lets replies finish, closes its sessions and stops. The node's row."""
+        checks.text(node_id, "node_id")
+        if node_id == "self":
+            node_id = self.node_id
+        if not await self.store.set_node_state(node_id, DRAINING):
+            raise NotFound("no node %s (GET /api/nodes lists them)" % node_id)
+        if node_id == self.node_id and self.on_drain_asked is not None:
+            self.on_drain_asked()
+        log.warning("node %s asked to drain", node_id)
+        return next((n for n in await self.store.nodes() if n["node_id"] == node_id), {"node_id": node_id})
 
     # ---- reports from devices ----
 

@@ -121,11 +121,8 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords):
         except BaseException:
             db.close()
             raise
-        db.on_connect = self._on_reconnect
+        db.on_connect = self._on_reconnect     # FleetRecords: the node's lock again
         self._db = db
-
-    def _on_reconnect(self):
-        """After the database came back (FleetRecords takes its node lock again)."""
 
     async def close(self):
         if self._db is not None:

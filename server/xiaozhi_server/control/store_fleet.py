@@ -20,6 +20,9 @@ import random
 NODE_LOCK_CLASS = 0x785A
 NODE_TTL_S = 3.0
 FORGET_AFTER_S = 600.0      # a dead node's row is kept this long, for `node list`
+# A device sent to a node counts towards its load this long, until its
+# session shows in the node's heartbeat (counted twice meanwhile, on every node alike).
+RECENT_ROUTE_S = 10.0
 SERVING = "serving"
 DRAINING = "draining"
 
@@ -113,7 +116,7 @@ class FleetRecords:
         """The node a device should connect to: the one it was sent to before
         while that node lives and serves, else the least loaded live serving
         node with a public URL (sessions it reported, plus devices sent to it
-        since), which becomes the device's route. The node dict, or None when
+        in the last RECENT_ROUTE_S), which becomes the device's route. The node dict, or None when
         no node can take it."""
         def pick():
             serving = ("SELECT * FROM nodes WHERE state = 'serving' AND node_id IN (%s) "
@@ -127,8 +130,8 @@ class FleetRecords:
                     return _node(row)
                 row = self._db.execute(
                     "SELECT n.*, n.sessions + (SELECT COUNT(*) FROM device_routes r WHERE r.node_id = n.node_id "
-                    "AND r.assigned_at > n.heartbeat_at) AS load FROM (%s) n ORDER BY load, random() LIMIT 1"
-                    % serving, (self_node_id,)).fetchone()
+                    "AND r.assigned_at > {now} - ?) AS load FROM (%s) n ORDER BY load, random() LIMIT 1"
+                    .format(now=self._db.now) % serving, (RECENT_ROUTE_S, self_node_id)).fetchone()
                 if row is None:
                     return None
                 self._db.execute(
