@@ -105,7 +105,7 @@ class XiaozhiServer:
         self.control = None
         self.node = None
         self.exit_requested = asyncio.Event()
-        self._drain: asyncio.Future | None = None
+        self._drain = None      # the drain under way (a Future), once one began
         if self.broker is not None:
             from .control.fleet import new_node_id
             node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])

@@ -100,7 +100,7 @@ class _Row(tuple):
     __slots__ = ()
     _names: dict[str, int] = {}
 
-    def __getitem__(self, key):  # type: ignore[override]
+    def __getitem__(self, key):
         if isinstance(key, str):
             return tuple.__getitem__(self, self._names[key])
         return tuple.__getitem__(self, key)
