@@ -86,7 +86,7 @@ class Postgres:
         if self.netns:
             # Entering the namespace needs root: the user changes after it.
             if run_as:
-                cmd = ["runuser", "-u", "postgres", "--"] + cmd
+                cmd = ["setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups"] + cmd
             cmd = ["ip", "netns", "exec", self.netns] + cmd
             run_as = {}
         self._log = open(os.path.join(self.dir, "server.log"), "ab")
