@@ -31,10 +31,13 @@ from testkit.postgres import Postgres
 
 WS_PORT, HTTP_PORT, MQTT_PORT, PG_PORT = 8000, 8003, 1883, 5432
 # What every node reads: light voices (espeak), one process, fleet timings as shipped.
+API_TOKEN = "fleet-parents-token"
 NODE_CONFIG = """
 tts: {type: espeak, voice: en-us}
 session: {language: en}
-"""
+control: {api_token: %s}
+""" % API_TOKEN
+API_HEADERS = {"Authorization": "Bearer " + API_TOKEN}
 
 
 class FleetRig:
@@ -144,6 +147,26 @@ class FleetRig:
             if self.nodes[name].poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("node %s did not start:\n%s" % (name, text[-3000:]))
             time.sleep(0.1)
+
+    def sql(self, query, args=()):
+        """Rows of a query on the nodes' store (through the cluster's unix socket)."""
+        import psycopg
+        schema = self.db_url.rsplit("%3D", 1)[1]
+        with psycopg.connect(self.pg.socket_url + "&options=-csearch_path%3D" + schema, autocommit=True) as c:
+            return c.execute(query, args).fetchall()
+
+    def node_name(self, node_id):
+        """n2 of node id "10.77.0.6:8000-1a2b3c" (ids start with the public host)."""
+        ip = node_id.split(":", 1)[0]
+        return next(name for name, addr in self.node_ips.items() if addr == ip)
+
+    def live_urls(self):
+        return {r[0] for r in self.sql(
+            "SELECT ws_url FROM nodes WHERE heartbeat_at > EXTRACT(EPOCH FROM clock_timestamp()) - 3 "
+            "AND state = 'serving'")}
+
+    def ws_url(self, name):
+        return "ws://%s:%d/xiaozhi/v1/" % (self.node_ips[name], WS_PORT)
 
     def log(self, name):
         with open(os.path.join(self.dir, name, "server.log"), errors="replace") as f:

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from testkit.fleet_rig import FleetRig, node_of
+from testkit.fleet_schedules import schedules_through_a_kill
 from testkit.netns import NetworkUnavailable
 
 pytestmark = pytest.mark.timeout(240)
@@ -21,14 +22,6 @@ def rig():
         pytest.skip("network namespaces cannot be made here: %s" % e)
     yield r
     r.close()
-
-
-def live_nodes(rig):
-    import psycopg
-    with psycopg.connect(rig.pg.socket_url + "&options=-csearch_path%3D" + rig.db_url.rsplit("%3D", 1)[1]) as c:
-        return {r[0] for r in c.execute(
-            "SELECT ws_url FROM nodes WHERE heartbeat_at > EXTRACT(EPOCH FROM clock_timestamp()) - 3 "
-            "AND state = 'serving'")}
 
 
 async def test_a_killed_nodes_devices_are_answered_by_another(rig):
@@ -60,7 +53,7 @@ async def test_a_node_cut_off_is_dropped_and_its_devices_go_elsewhere(rig):
     rig.net.set_link(first, up=False)
     try:
         deadline = time.monotonic() + 15
-        while "ws://%s:8000/xiaozhi/v1/" % rig.node_ips[first] in live_nodes(rig):
+        while rig.ws_url(first) in rig.live_urls():
             assert time.monotonic() < deadline, "the cut-off node is still counted live"
             await asyncio.sleep(0.2)
         # Its device, started again (or any new one), gets a live node and an answer.
@@ -71,7 +64,7 @@ async def test_a_node_cut_off_is_dropped_and_its_devices_go_elsewhere(rig):
         rig.net.set_link(first, up=True)
     # Back on the network, the node serves again.
     deadline = time.monotonic() + 15
-    while "ws://%s:8000/xiaozhi/v1/" % rig.node_ips[first] not in live_nodes(rig):
+    while rig.ws_url(first) not in rig.live_urls():
         assert time.monotonic() < deadline, "the node did not come back"
         await asyncio.sleep(0.2)
     await fw.close()
@@ -94,3 +87,19 @@ async def test_a_drained_node_finishes_its_reply_then_its_device_moves(rig):
     assert node_of(await rig.ask(fw, "who are you now")) not in (home, None)
     rig.start_node(home)
     await fw.close()
+
+
+async def test_schedules_are_sent_once_by_three_nodes_while_one_is_killed_holding_claims(rig):
+    """240 schedules stored through the three nodes while the broker was
+    down; when it is back the nodes' dispatchers share them, and the one
+    holding claims first is killed -9: every schedule reaches its board and
+    is acked, each run once (a request taken over from the killed node may
+    arrive twice with one req_id, which the board runs once)."""
+    with rig.net.inside("parents"):
+        f = await schedules_through_a_kill(rig, count=240)
+    rig.start_node(f["killed"])
+    print(f)
+    assert f["killed"] and f["killed_holding"] > 0
+    assert f["active"] == f["schedules"] == 240
+    assert f["lost"] == 0 and f["doubled"] == 0 and f["run_once"] == 240
+    assert f["repeated_same_req_id"] <= f["killed_holding"]
