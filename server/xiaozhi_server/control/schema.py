@@ -177,8 +177,11 @@ def applied_versions(db) -> set[int]:
 
 def migrate(db) -> list[int]:
     """Bring the database to LATEST; the versions applied now."""
-    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-               "applied_at DOUBLE PRECISION NOT NULL)")
+    with db.transaction():
+        # Under the lock: CREATE ... IF NOT EXISTS alone races on PostgreSQL.
+        db.lock("schema_migrations")
+        db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                   "applied_at DOUBLE PRECISION NOT NULL)")
     done = []
     for m in MIGRATIONS:
         with db.transaction():

@@ -110,6 +110,18 @@ async def test_migrations_recorded_once(store):
     assert await store._run(schema.migrate, store._db) == []
 
 
+async def test_nodes_starting_together_migrate_once(control_db):
+    target = control_db("fresh.db")
+    stores = [Store(target) for _ in range(3)]
+    try:
+        await asyncio.gather(*[s.open() for s in stores])
+        rows = await stores[0]._run(lambda: stores[0]._db.execute("SELECT version FROM schema_migrations").fetchall())
+        assert sorted(r[0] for r in rows) == [m.version for m in schema.MIGRATIONS]
+    finally:
+        for s in stores:
+            await s.close()
+
+
 async def test_a_file_of_the_release_before_migrations_is_migrated_in_place(tmp_path):
     path = str(tmp_path / "old.db")
     db = sqlite3.connect(path)
