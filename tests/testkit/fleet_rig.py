@@ -48,6 +48,7 @@ class FleetRig:
         self.broker = None
         self.llms = {}
         self.nodes = {}         # name -> Popen
+        self._log_from = {}     # name -> where the running process's log lines begin
         self.node_ips = {}
         self.db_url = None
 
@@ -129,6 +130,7 @@ class FleetRig:
                    XIAOZHI_HTTP_PORT=str(HTTP_PORT), XIAOZHI_PUBLIC_HOST=ip, XIAOZHI_HOST="0.0.0.0",
                    XIAOZHI_WORKERS="1", **self.llms[name].env())
         log = open(os.path.join(home, "server.log"), "ab")
+        self._log_from[name] = log.tell()      # this process's lines start here
         self.nodes[name] = self.net.popen(
             name, [sys.executable, "-m", "xiaozhi_server", "run", "--config", os.path.join(self.dir, "server.yaml"),
                    "--insecure"], cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -141,8 +143,9 @@ class FleetRig:
         deadline = time.monotonic() + timeout
         while True:
             with open(path, errors="replace") as f:
+                f.seek(self._log_from[name])
                 text = f.read()
-            if "xiaozhi-server running" in text.split("xiaozhi-server stopping")[-1]:
+            if "xiaozhi-server running" in text:
                 return
             if self.nodes[name].poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("node %s did not start:\n%s" % (name, text[-3000:]))

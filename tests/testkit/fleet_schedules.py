@@ -19,6 +19,7 @@ import time
 
 import aiohttp
 
+from testkit.control_api import eventually
 from testkit.fleet_rig import API_HEADERS
 from testkit.mqtt_device import MqttDevice
 from xiaozhi_server import protocol as proto
@@ -83,7 +84,7 @@ async def schedules_through_a_kill(rig, count=240, kill=True, timeout=120):
                 if d["broker_connected"]:
                     return False
             return True
-        await _until(all_lost_it, 30)
+        await eventually(all_lost_it, 30)
         created = 0
         for i in range(count):
             status, body = await api(names[i % len(names)], "POST", "/api/devices/%s/schedules" % devices[i // PER_DEVICE],
@@ -103,7 +104,7 @@ async def schedules_through_a_kill(rig, count=240, kill=True, timeout=120):
 
         def settled():
             return rig.sql("SELECT COUNT(*) FROM schedules WHERE state != 'active' OR due_at IS NOT NULL")[0][0] == 0
-        await _until(settled, timeout)
+        await eventually(settled, timeout)
         took = time.monotonic() - started
         stop.set()
         if watcher:
@@ -124,16 +125,3 @@ async def schedules_through_a_kill(rig, count=240, kill=True, timeout=120):
             "repeated_same_req_id": sum(len(ids) - len(set(ids)) for ids in per_alarm.values()),
             "killed": killed.get("name"), "killed_holding": killed.get("claims", 0),
             "seconds": took}
-
-
-async def _until(check, timeout, step=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("not settled within %.0f s" % timeout)
-        await asyncio.sleep(step)
