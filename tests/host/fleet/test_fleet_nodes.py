@@ -141,3 +141,28 @@ class contextlib_multi:
     async def __aexit__(self, *exc):
         for cm in self.cms:
             await cm.__aexit__(*exc)
+
+
+async def test_the_command_line_lists_nodes_and_drains_one(fleet):
+    import sys
+    a, b = await fleet(2)
+
+    async def cli(*args):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "xiaozhi_server", "node", *args, "--server", a.base,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode, out.decode(), err.decode()
+
+    rc, out, err = await cli("list")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2 and all("serving" in line and "live" in line for line in lines)
+    assert any(line.startswith("*") and a.server.node.id in line for line in lines)
+    rc, out, err = await cli("drain", b.server.node.id, "--wait", "0")
+    assert rc == 0 and "is draining" in out, err
+    await eventually(lambda: b.server.exit_requested.is_set())
+    rc, out, _ = await cli("list")
+    assert any(b.server.node.id in line and "draining" in line for line in out.splitlines())
+    rc, _, err = await cli("drain", "no-such-node", "--wait", "0")
+    assert rc == 1 and "no node no-such-node" in err
