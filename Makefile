@@ -5,6 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?=
 ARGS   ?=
+BOARD  ?= sening# a board profile, firmware/boards/$(BOARD).json
 
 .PHONY: setup run sim test test-fast bench flash proto proto-check clean
 
@@ -15,7 +16,7 @@ run: setup
 	$(PY) -m xiaozhi_server run $(ARGS)
 
 sim: setup
-	$(PY) tools/sim.py $(ARGS)
+	$(PY) tools/sim.py $(if $(filter command line,$(origin BOARD)),--board $(BOARD)) $(ARGS)
 
 # micropython-maybe: the MicroPython builds the firmware tests run on
 # (mk/micropython.mk), or a line saying why they are not built.
@@ -26,7 +27,7 @@ bench: setup
 	$(PY) -m bench $(ARGS)
 
 flash: setup
-	$(PY) tools/flash.py $(if $(PORT),--port $(PORT)) $(ARGS)
+	$(PY) tools/flash.py --board $(BOARD) $(if $(PORT),--port $(PORT)) $(ARGS)
 
 # Regenerate the CPython and MicroPython protocol code from shared/protocol.
 proto: setup

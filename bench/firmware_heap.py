@@ -2,11 +2,13 @@
 
     make micropython-frozen && .venv/bin/python bench/firmware_heap.py
 
-Three runs, each a fresh board in a 256 KB heap (bench/heap_probe.py
+Four runs, each a fresh board in a 256 KB heap (bench/heap_probe.py
 samples the live heap): plain boot (voice server, no broker), the broker
 configured (MQTT up, voice session up), and a lesson playing (a parents'
-repeater task over MQTT until its first pass ends). Prints, per run, the
-firmware's own "heap after boot" line and the sampled peak.
+repeater task over MQTT until its first pass ends); then the plain boot
+again holding the board's Voice over the speech engine (its host
+stand-in: the Python side is the board's, command words set). Prints, per
+run, the firmware's own "heap after boot" line and the sampled peak.
 """
 import asyncio
 import pathlib
@@ -47,7 +49,19 @@ def _figures(lines):
     return after_boot, peak
 
 
-async def run(server, api, state, mqtt, lesson):
+WAKE_INFO = "wakenet9l_tts1h8_你好小智_3_0.631_0.635"   # esp-sr's wn9_nihaoxiaozhi_tts
+MN_INFO = "MN7_v1_chinese_8_0.9_0.90"                   # esp-sr's mn7_cn
+
+
+def _speech_env(folder):
+    """The speech engine stand-in's environment: a model folder as esp-sr lays it out."""
+    for name, info in (("wn9_nihaoxiaozhi_tts", WAKE_INFO), ("mn7_cn", MN_INFO)):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "_MODEL_INFO_").write_text(info + "\n")
+    return {"XZ_PROBE_SPEECH": "1", "XZAUDIO_SR_MODELS": str(folder)}
+
+
+async def run(server, api, state, mqtt, lesson, speech=False):
     cfg = {"server_url": server.ws.url, "ota_url": "", "clock_speed": 1}
     if mqtt:
         creds = (await server.control.devices.provision(DEVICE_ID))["mqtt"]
@@ -55,9 +69,12 @@ async def run(server, api, state, mqtt, lesson):
                        "user": creds["username"], "password": creds["password"]}
     prepare_state(state, cfg)
     (state / "mac").write_text(DEVICE_ID.replace(":", ""))
+    env = {"MICROPYPATH": ".frozen", "PATH": "/usr/bin:/bin"}
+    if speech:
+        env.update(_speech_env(state.parent / "srmodels"))
     board = await PipeConsole.start(
         [str(FROZEN), "-X", "heapsize=" + HEAP, "bench/heap_probe.py", "--state", str(state), "--json"],
-        env={"MICROPYPATH": ".frozen", "PATH": "/usr/bin:/bin"}, name="the frozen board")
+        env=env, name="the frozen board")
     try:
         await board.wait_event("state", WAIT_S, state="listening")
         if mqtt:
@@ -76,8 +93,10 @@ async def main():
     if not FROZEN.exists():
         sys.exit("%s is missing: make micropython-frozen" % FROZEN.relative_to(ROOT))
     rows = []
-    for title, mqtt, lesson in (("plain boot", False, False), ("MQTT configured", True, False),
-                                ("lesson playing (MQTT)", True, True)):
+    for title, mqtt, lesson, speech in (("plain boot", False, False, False),
+                                        ("MQTT configured", True, False, False),
+                                        ("lesson playing (MQTT)", True, True, False),
+                                        ("plain boot + speech", False, False, True)):
         with tempfile.TemporaryDirectory() as tmp, FakeLLM() as llm:
             llm.default_reply = "好的。"
             cfg = control_config(pathlib.Path(tmp) / "control.db")
@@ -86,7 +105,8 @@ async def main():
             await server.start()
             try:
                 async with aiohttp.ClientSession() as http:
-                    after_boot, peak = await run(server, Api(server, http), pathlib.Path(tmp) / "state", mqtt, lesson)
+                    after_boot, peak = await run(server, Api(server, http), pathlib.Path(tmp) / "state", mqtt,
+                                                 lesson, speech)
             finally:
                 await server.stop()
         rows.append((title, after_boot, peak))

@@ -15,7 +15,7 @@ import time
 
 from xiaozhi_server.pipeline.opus import OpusEncoder
 from xiaozhi_server.pipeline.pacer import Pacer
-from xiaozhi_server.pipeline.resample import Resampler
+from xiaozhi_server.audio.resample import Resampler
 from xiaozhi_server.providers import create
 
 from .fakes import tone_pcm

@@ -7,7 +7,7 @@ turn-taking figures measure the detector against it.
 """
 import numpy as np
 
-from xiaozhi_server.pipeline.resample import resample_once
+from xiaozhi_server.audio.resample import resample_once
 from xiaozhi_server.providers.tts_piper import _default_model, load_voice
 
 RATE = 16000

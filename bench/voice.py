@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from xiaozhi_server.pipeline.resample import resample_once
+from xiaozhi_server.audio.resample import resample_once
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers import asr_whisper as aw
 from xiaozhi_server.providers.asr_whisper import decode_window, load_model, token_budget

@@ -15,6 +15,8 @@
 #                       board that gets its app by `flash.py --app-only`
 #                       must not have one)
 #   fwversion.py        written by tools/flash.py build into build/firmware/
+#   board_profile.py    the board profile (--board NAME), written beside it;
+#                       the unix port has none (the host reads the JSON files)
 #
 # The unix port freezes the same files through manifest_unix.py, which
 # passes the options below (its own port manifest, the host HAL, its own
@@ -48,3 +50,5 @@ _VERSION_DIR = options.version_dir
 if not os.path.isfile(os.path.join(_VERSION_DIR, "fwversion.py")):
     raise Exception("build/firmware/fwversion.py is missing: build with `tools/flash.py build`")
 module("fwversion.py", base_path=_VERSION_DIR)
+if os.path.isfile(os.path.join(_VERSION_DIR, "board_profile.py")):
+    module("board_profile.py", base_path=_VERSION_DIR)

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Compiles xzaudio's board-only C against real ESP-IDF and component
 headers: esp32/*.c and core/*.c against ESP-IDF (esp32s3, sdkconfig from
-the real Kconfig tree), 78/esp-opus and espressif/esp_audio_codec, and with
---micropython also mod_xzaudio.c and mod_xzaudio_io.c (XZ_HAVE_IO=1)
-against MicroPython's ports/esp32 headers and our board's mpconfigboard.h.
+the real Kconfig tree), 78/esp-opus, espressif/esp_audio_codec and
+espressif/esp-sr, and with --micropython also the binding (mod_xzaudio*.c,
+XZ_HAVE_IO=1) against MicroPython's ports/esp32 headers and our board's
+mpconfigboard.h.
 Host gcc -m32 with the exact flags ESP-IDF's CMake gives, as far as
 assembly text (tools/esp32glue/idfproject.py says why and what that leaves
 out).
 
     tools/check_esp32_glue.py --idf ~/esp-idf --esp-opus ~/esp-opus \\
-        --esp-audio-codec ~/esp-adf-libs/esp_audio_codec --micropython ~/micropython
+        --esp-audio-codec ~/esp-adf-libs/esp_audio_codec --esp-sr ~/esp-sr \\
+        --micropython ~/micropython
 
 Each source is a folder, GITDIR@REF[:SUBDIR] or a tarball
 (tools/esp32glue/sources.py); environment: XZ_IDF_SRC, XZ_ESP_OPUS_SRC,
-XZ_ESP_AUDIO_CODEC_SRC, MICROPY_SRC. Exit status 0 only when every file
+XZ_ESP_AUDIO_CODEC_SRC, XZ_ESP_SR_SRC, MICROPY_SRC. Exit status 0 only when every file
 compiled with no error and no warning; 2 when something to compile against
 is missing. docs/cmodule.md, "Compiling the board glue".
 """
@@ -37,8 +39,12 @@ IDF_PATHS = ["CMakeLists.txt", "Kconfig", "sdkconfig.rename", ".gitmodules", "co
 KCONFGEN_REQ = "esp-idf-kconfig>=2.3,<3"
 MANAGER_REQ = "idf-component-manager>=2,<3"
 # What the glue itself includes, besides the component's own requirements.
-IDF_REQUIRES = ["esp_driver_i2s", "esp_psram", "freertos", "heap", "newlib", "78__esp-opus",
-                "espressif__esp_audio_codec"]
+IDF_REQUIRES = ["esp_driver_i2s", "esp_psram", "freertos", "heap", "log", "newlib", "78__esp-opus",
+                "espressif__esp_audio_codec", "espressif__esp-sr"]
+# What of esp-sr's tree its CMake and our glue read (its models, tests and
+# docs stay in the mirror).
+ESP_SR_PATHS = ["CMakeLists.txt", "Kconfig.projbuild", "idf_component.yml", "include", "src",
+                "esp-tts/esp_tts_chinese/include", "model/movemodel.py"]
 
 
 def main(argv=None):
@@ -50,26 +56,34 @@ def main(argv=None):
         return fail(2, "needs %s on PATH (Debian: cmake ninja-build git gcc-multilib)"
                     % ", ".join(missing_tools))
     for name, spec in (("--idf", a.idf), ("--esp-opus", a.esp_opus),
-                       ("--esp-audio-codec", a.esp_audio_codec), ("--newlib", a.newlib)):
+                       ("--esp-audio-codec", a.esp_audio_codec), ("--esp-sr", a.esp_sr),
+                       ("--newlib", a.newlib)):
         if not spec:
             return fail(2, "%s is not given (option or environment variable, see --help)" % name)
     try:
         idf = sources.get(a.idf, build / "src" / "esp-idf", IDF_PATHS)
         opus = sources.get(a.esp_opus, build / "src" / "esp-opus")
         codec = sources.get(a.esp_audio_codec, build / "src" / "esp_audio_codec")
+        sr = sources.get(a.esp_sr, build / "src" / "esp-sr", ESP_SR_PATHS)
         nl = sources.get(a.newlib, build / "src" / "newlib", ["newlib"])
         mp = sources.get(a.micropython, build / "src" / "micropython") if a.micropython else None
     except sources.SourceError as e:
         return fail(2, str(e))
+    cjson = Path(a.cjson) if a.cjson else None
+    if not cjson or not (cjson / "cJSON.h").exists():
+        return fail(2, "--cjson: a folder with cJSON.h is needed (esp-sr's headers include it; "
+                       "Debian: apt-get install libcjson-dev, then /usr/include/cjson)")
     print("ESP-IDF:          %s, %s" % (idf.describe, config.idf_version(idf.root)))
     print("78/esp-opus:      %s, version %s" % (opus.describe, config.component_version(opus.root)))
     print("esp_audio_codec:  %s, version %s" % (codec.describe, config.component_version(codec.root)))
+    print("esp-sr:           %s, version %s" % (sr.describe, config.component_version(sr.root)))
     print("newlib:           %s" % nl.describe)
     print("MicroPython:      %s" % (mp.describe if mp else "not given: the binding is not compiled"))
-    for t in (idf, opus, codec, nl) + ((mp,) if mp else ()):
+    for t in (idf, opus, codec, sr, nl) + ((mp,) if mp else ()):
         if t.missing:
             print("  note: %d files of %s were not in the mirror" % (t.missing, t.describe))
-    if not config.check_versions(XZ / "idf_component.yml", opus.root, codec.root):
+    trees = {"78/esp-opus": opus.root, "espressif/esp_audio_codec": codec.root, "espressif/esp-sr": sr.root}
+    if not config.check_versions(XZ / "idf_component.yml", trees):
         return 1
     pypath = python_tools(build, a.python, [("kconfgen", KCONFGEN_REQ)] +
                           ([("idf_component_manager", MANAGER_REQ)] if mp else []))
@@ -92,57 +106,78 @@ def main(argv=None):
     for name in stubs:
         (stub_dir / name).mkdir(parents=True)
         (stub_dir / name / "CMakeLists.txt").write_text("idf_component_register()\n")
+    # esp-sr's own registry dependencies (esp-dsp, dl_fft, cjson): none of
+    # their headers reach esp-sr's public headers or ours, but its CMake
+    # asks for their libraries, so they are components with one empty file.
+    # (For the plain project; in the port's build the component manager
+    # makes its own from the merged manifest, mpport.merge_manifest.)
+    sr_deps = config.registry_dependencies(sr.root)
+    sr_stubs = build / "stubs-sr"
+    if sr_stubs.exists():
+        shutil.rmtree(sr_stubs)
+    sr_headers = {"espressif/cjson": cjson}  # esp-sr's dl_lib_coefgetter_if.h includes cJSON.h
+    for name, version in sr_deps.items():
+        mpport.stub_component(sr_stubs, name.replace("/", "__"), version, sr_headers.get(name))
+        # esp-sr requires "cjson" by its short name, which the component
+        # manager resolves; the plain project runs without it.
+        mpport.stub_component(sr_stubs, name.split("/")[-1], version, sr_headers.get(name))
+    print("stand-ins for esp-sr's registry dependencies: %s (cjson with cJSON.h from %s)"
+          % (", ".join("%s %s" % kv for kv in sr_deps.items()), cjson))
     toolchain = build / "toolchain"
     idfproject.write_toolchain(toolchain, a.cc, a.cxx, newlib.sysroot(nl.root, build / "sysroot"))
 
     xz = Path(a.module).resolve()
     glue = sorted((xz / "esp32").glob("*.c")) + sorted((xz / "core").glob("*.c"))
-    bad = idf_step(a, build, idf, opus, codec, mp, xz, glue, stub_dir, toolchain, pypath)
+    deps = {"78__esp-opus": opus.root, "espressif__esp_audio_codec": codec.root, "espressif__esp-sr": sr.root}
+    # The component manager would put them in the build as esp-sr's
+    # dependencies; here main asks for them.
+    sr_requires = [n.replace("/", "__") for n in sr_deps]
+    bad = idf_step(a, build, idf, deps, sr_requires, mp, xz, glue, [stub_dir, sr_stubs], toolchain, pypath)
     if bad is None:
         return 1
     if mp:
-        binding = [xz / "mod_xzaudio.c", xz / "mod_xzaudio_io.c"]
-        more = port_step(a, build, idf, opus, codec, mp, xz, glue + binding, stub_dir, toolchain, pypath)
+        binding = sorted(xz.glob("mod_xzaudio*.c"))
+        more = port_step(a, build, idf, deps, (sr_deps, sr_headers), mp, xz, glue + binding, stub_dir,
+                         toolchain, pypath)
         if more is None:
             return 1
         bad += more
     return 1 if bad else 0
 
 
-def idf_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, pypath):
+def idf_step(a, build, idf, deps, extra_requires, mp, xz, files, stub_dirs, toolchain, pypath):
     """The glue and the core in a plain ESP-IDF project; errors counted, or None."""
     try:
         defaults = config.sdkconfig_defaults(build, mp, BOARD, ROOT / "firmware" / "partitions.csv")
     except FileNotFoundError as e:
         fail(1, "board sdkconfig defaults: %s does not exist" % e)
         return None
-    components = {"78__esp-opus": opus.root, "espressif__esp_audio_codec": codec.root}
-    idfproject.write_project(build / "project", components, files, [xz, xz / "core", xz / "esp32"],
-                             IDF_REQUIRES, ["XZ_HAVE_IO=1"], defaults)
+    idfproject.write_project(build / "project", deps, files, [xz, xz / "core", xz / "esp32"],
+                             IDF_REQUIRES + extra_requires, ["XZ_HAVE_IO=1"], defaults)
     # A fresh sdkconfig each run: kconfgen reads the defaults only when there is none.
     for old in (build / "idf" / "sdkconfig", build / "idf" / "CMakeCache.txt"):
         if old.exists():
             old.unlink()
     log = build / "configure.log"
     if idfproject.configure(build / "project", build / "idf", idf.root, toolchain, a.python, pypath,
-                            log, [stub_dir]):
+                            log, stub_dirs):
         print(tail(log, 40))
         fail(1, "ESP-IDF's CMake configure failed (full log: %s)" % log)
         return None
     print("== ESP-IDF project (esp32s3): the glue and the core")
-    config.print_sdkconfig(build / "idf" / "config" / "sdkconfig.h")
+    if not config.print_sdkconfig(build / "idf" / "config" / "sdkconfig.h"):
+        return None
     return compile_all(files, idfproject.commands_for(build / "idf", files))
 
 
-def port_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, pypath):
+def port_step(a, build, idf, deps, sr_deps, mp, xz, files, stub_dir, toolchain, pypath):
     """MicroPython's ESP32 port configured with our board, module and merged
     manifest; all our files compiled with its commands. Errors, or None."""
     port = mpport.overlay(mp.root, build / "mpport") / "ports" / "esp32"
-    deps = {"78/esp-opus": mpport.named_copy(opus.root, build / "mpport-deps", "78__esp-opus"),
-            "espressif/esp_audio_codec": mpport.named_copy(codec.root, build / "mpport-deps",
-                                                           "espressif__esp_audio_codec")}
-    stood_in = mpport.merge_manifest(port, (XZ / "idf_component.yml").read_text(), deps,
-                                     build / "mpport-stubs")
+    trees = {name.replace("__", "/", 1): mpport.named_copy(root, build / "mpport-deps", name)
+             for name, root in deps.items()}
+    stood_in = mpport.merge_manifest(port, (XZ / "idf_component.yml").read_text(), trees,
+                                     build / "mpport-stubs", *sr_deps)
     usermods = xz.parent / "micropython.cmake"
     if not usermods.exists():  # a lone copy of the module (--module)
         usermods = build / "usermods.cmake"
@@ -156,9 +191,10 @@ def port_step(a, build, idf, opus, codec, mp, xz, files, stub_dir, toolchain, py
         return None
     print("== MicroPython ports/esp32, MICROPY_BOARD_DIR=%s, USER_C_MODULES=%s"
           % (os.path.relpath(BOARD, ROOT), usermods))
-    print("  component manager resolved %s; stand-ins for the port's own %s"
+    print("  component manager resolved %s; stand-ins for %s"
           % (config.resolved(port, idfproject.TARGET), ", ".join(stood_in)))
-    config.print_sdkconfig(out / "config" / "sdkconfig.h")
+    if not config.print_sdkconfig(out / "config" / "sdkconfig.h"):
+        return None
     cmds, extra = mpport.main_component_commands(out, files, xz)
     if extra:
         fail(1, "the port also compiles %s into the board firmware" % ", ".join(extra))
@@ -181,6 +217,11 @@ def parse_args(argv):
     p.add_argument("--esp-opus", default=env("XZ_ESP_OPUS_SRC"), help="78/esp-opus (env XZ_ESP_OPUS_SRC)")
     p.add_argument("--esp-audio-codec", default=env("XZ_ESP_AUDIO_CODEC_SRC"),
                    help="the esp_audio_codec component folder (env XZ_ESP_AUDIO_CODEC_SRC)")
+    p.add_argument("--esp-sr", default=env("XZ_ESP_SR_SRC"),
+                   help="espressif/esp-sr, the speech engine (env XZ_ESP_SR_SRC)")
+    p.add_argument("--cjson", default=env("XZ_CJSON_SRC", "/usr/include/cjson"),
+                   help="a folder with cJSON.h, for esp-sr's headers (env XZ_CJSON_SRC; default "
+                        "Debian libcjson-dev's /usr/include/cjson)")
     p.add_argument("--micropython", default=env("MICROPY_SRC"), help="MicroPython source (env MICROPY_SRC)")
     p.add_argument("--idf-submodule", action="append", metavar="PATH=SOURCE",
                    default=[x for x in env("XZ_IDF_SUBMODULES", "").split(";") if x],

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Build the board firmware, flash it, upload config and assets, verify.
 
-    tools/flash.py [STEP ...] [--port DEV] [--baud N] [--dry-run] [--app-only]
-                   [--config FILE] [--assets DIR] [--model-image FILE] [--dev-image]
+    tools/flash.py [STEP ...] [--board NAME] [--port DEV] [--baud N] [--dry-run]
+                   [--app-only] [--config FILE] [--assets DIR] [--esp-sr DIR]
+                   [--model-image FILE] [--no-models] [--dev-image]
 
 STEP is build, flash, upload or verify (default: all four in that order).
 `--app-only` is for a board that already runs this project's MicroPython:
@@ -10,7 +11,9 @@ it skips build and flash and copies the app's Python files instead.
 `--dry-run` prints every command exactly and runs none (lines starting
 with `#` are notes, not commands). The build needs ESP-IDF (env IDF_PATH,
 with its export.sh sourced so that idf.py is on PATH) and a MicroPython
-checkout (env MICROPY_DIR); see docs/hardware.md.
+checkout (env MICROPY_DIR); the speech models image needs esp-sr
+(--esp-sr DIR or env ESP_SR); see docs/hardware.md. `--board NAME` picks
+the board profile (firmware/boards/NAME.json) frozen into the image.
 """
 import argparse
 import json
@@ -22,12 +25,16 @@ import subprocess
 import sys
 import tomllib
 
+import board_profiles
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIRMWARE = ROOT / "firmware"
 BOARD_DIR = FIRMWARE / "boards" / "XIAOZHI_SENING_S3"
 PARTITIONS = FIRMWARE / "partitions.csv"
 BUILD = ROOT / "build" / "firmware"
 VERSION_MODULE = BUILD / "fwversion.py"
+PROFILE_MODULE = BUILD / "board_profile.py"
+MODEL_PARTITION = "model"  # the label esp_srmodel_init() reads by default
 STAGE = BUILD / "upload"
 CHIP = "esp32s3"
 DEFAULT_BAUD = 460800
@@ -47,6 +54,9 @@ XZAUDIO_DEPS = ("78/esp-opus", "espressif/esp_audio_codec")
 IDF_HELP = ("ESP-IDF 5.2-5.4 is not installed: git clone -b v5.4 --recursive "
             "https://github.com/espressif/esp-idf.git, run ./install.sh esp32s3, "
             "then `. ./export.sh` and set IDF_PATH to that folder")
+SR_HELP = ("esp-sr is needed for the speech models image: git clone "
+           "https://github.com/espressif/esp-sr and set ESP_SR (or pass --esp-sr DIR); "
+           "--no-models flashes without it (no wake word, no command words)")
 MPY_HELP = ("a MicroPython source checkout (v1.22 or later) is needed: git clone "
             "https://github.com/micropython/micropython and set MICROPY_DIR to it")
 
@@ -83,6 +93,13 @@ def repo_version(root=ROOT):
 
 def version_source(version):
     return "# Written by tools/flash.py: the firmware version.\nVERSION = %r\n" % version
+
+
+def profile_source(profile):
+    """The board profile as a frozen module: its strings become constants
+    in flash, and nothing is parsed at boot (hal/profile.py: frozen())."""
+    return ("# Written by tools/flash.py from firmware/boards/%s.json: the board profile.\n"
+            "PROFILE = %r\n" % (profile["name"], profile))
 
 
 # ------------------------------------------------------------------ ports
@@ -133,6 +150,7 @@ def app_files():
     if (FIRMWARE / "main.py").exists():
         out["main.py"] = FIRMWARE / "main.py"
     out["fwversion.py"] = VERSION_MODULE
+    out["board_profile.py"] = PROFILE_MODULE
     return out
 
 
@@ -214,7 +232,28 @@ class Plan:
         version = self.version()
         self.do("write %s: VERSION = %r" % (VERSION_MODULE.relative_to(ROOT), version),
                 lambda: self._write(VERSION_MODULE, version_source(version)))
+        profile = self.args.profile
+        self.do("write %s: the %s board profile" % (PROFILE_MODULE.relative_to(ROOT), profile["name"]),
+                lambda: self._write(PROFILE_MODULE, profile_source(profile)))
         self.run(make)
+        self.models_image()
+
+    # -- speech models: esp-sr's own packer, from the build's sdkconfig
+    def models_image(self):
+        if self.args.model_image or self.args.no_models:
+            return
+        sr = self.args.esp_sr or self.envdir("ESP_SR", SR_HELP)
+        if not isinstance(sr, Var) and not (pathlib.Path(sr) / "model" / "movemodel.py").exists():
+            self.problems.append("%s has no model/movemodel.py: %s" % (sr, SR_HELP))
+        out = self.image_dir()
+        self.run([self.py, Var("$ESP_SR/model/movemodel.py") if isinstance(sr, Var)
+                  else "%s/model/movemodel.py" % sr,
+                  "-d1", out / "sdkconfig", "-d2", sr, "-d3", out])
+
+    def models_file(self):
+        if self.args.model_image:
+            return pathlib.Path(self.args.model_image)
+        return self.image_dir() / "srmodels" / "srmodels.bin"
 
     def _check_micropython(self, mpy):
         if not (mpy / "ports" / "esp32" / "Makefile").exists():
@@ -244,12 +283,15 @@ class Plan:
         image = self.image_dir() / "firmware.bin"
         argv = [self.py, "-m", "esptool", "--chip", CHIP, "--port", port,
                 "--baud", str(self.args.baud), "write-flash", "0x0", image]
-        if self.args.model_image:
-            offset, size = partition("assets")
-            model = pathlib.Path(self.args.model_image)
+        if not self.args.no_models:
+            offset, size = partition(MODEL_PARTITION)
+            model = self.models_file()
             if model.exists() and model.stat().st_size > size:
-                raise Stop("%s is %d bytes, the assets partition holds %d"
-                           % (model, model.stat().st_size, size))
+                raise Stop("%s is %d bytes, the %s partition holds %d"
+                           % (model, model.stat().st_size, MODEL_PARTITION, size))
+            if not model.exists() and "build" not in self.args.steps:
+                self.problems.append("%s does not exist: run `tools/flash.py build` (with ESP_SR) "
+                                     "or pass --model-image FILE or --no-models" % model)
             argv += ["0x%x" % offset, model]
         if "build" not in self.args.steps and not image.exists():
             self.problems.append("%s does not exist: run `tools/flash.py build` first" % image)
@@ -286,6 +328,7 @@ class Plan:
                             ignore=shutil.ignore_patterns("__pycache__", ".*"))
         if self.args.app_only or self.args.dev_image:
             self._write(VERSION_MODULE, version_source(self.version()))
+            self._write(PROFILE_MODULE, profile_source(self.args.profile))
             for name, src in app_files().items():
                 dst = STAGE / name
                 dst.parent.mkdir(parents=True, exist_ok=True)
@@ -350,7 +393,15 @@ def parse(argv):
                     help="no build/flash: copy the app files to a board running our MicroPython")
     ap.add_argument("--config", help="config.json to upload (Wi-Fi, server URL, token)")
     ap.add_argument("--assets", help="folder copied to /assets (default: firmware/assets if present)")
-    ap.add_argument("--model-image", help="offline command-model image written to the assets partition")
+    ap.add_argument("--board", default=board_profiles.DEFAULT,
+                    help="board profile firmware/boards/NAME.json (default %s; known: %s)"
+                    % (board_profiles.DEFAULT, ", ".join(board_profiles.known())))
+    ap.add_argument("--esp-sr", help="esp-sr checkout whose model/movemodel.py packs the speech "
+                    "models (default: env ESP_SR)")
+    ap.add_argument("--model-image", help="a ready speech models image (srmodels.bin) for the "
+                    "model partition, instead of packing one")
+    ap.add_argument("--no-models", action="store_true",
+                    help="leave the model partition alone (no wake word, no command words)")
     ap.add_argument("--dev-image", action="store_true",
                     help="build without a frozen main.py, for boards updated by --app-only")
     args = ap.parse_args(argv)
@@ -361,6 +412,11 @@ def parse(argv):
     if args.app_only:
         steps = [s for s in steps if s not in ("build", "flash")]
     args.steps = steps
+    try:
+        args.profile = board_profiles.load(args.board)
+    except board_profiles.ProfileError as e:
+        print("flash.py: %s" % e, file=sys.stderr)
+        sys.exit(2)
     if args.assets is None and (FIRMWARE / "assets").is_dir():
         args.assets = str(FIRMWARE / "assets")
     return args

@@ -23,6 +23,7 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+import board_profiles  # noqa: E402
 from simkit import alarm_clock, console, mic_input, provision, replies  # noqa: E402
 from simkit.firmware_child import FirmwareChild  # noqa: E402
 from simkit.pty_port import PtyPort  # noqa: E402
@@ -47,6 +48,9 @@ def parse_args(argv):
     p.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     p.add_argument("--pty", action="store_true", help="also serve the console on a pseudo-terminal")
     p.add_argument("--micropython", action="store_true", help="run on the MicroPython unix port")
+    p.add_argument("--board", default=board_profiles.DEFAULT,
+                   help="board profile, firmware/boards/NAME.json (default %s; known: %s)"
+                   % (board_profiles.DEFAULT, ", ".join(board_profiles.known())))
     p.add_argument("--wake-on-alarm", action="store_true",
                    help="after standby, sleep until the RTC alarm and boot again (instead of exiting)")
     args = p.parse_args(argv)
@@ -56,6 +60,10 @@ def parse_args(argv):
         p.error("--mqtt must be HOST:PORT")
     if args.server and not re.match(r"^(wss?|https?)://", args.server):
         p.error("--server must be a ws://, wss:// or http:// URL")
+    try:
+        board_profiles.load(args.board)
+    except board_profiles.ProfileError as e:
+        p.error("--board: %s" % e)
     return args
 
 
@@ -77,7 +85,9 @@ def prepare_state(args):
             cfg["server_url"] = args.server
             cfg["ota_url"] = ""  # straight to the WebSocket, no OTA round
         else:
-            cfg["ota_url"] = args.server
+            cfg["ota_url"] = provision.ota_url(args.server)
+            if cfg["ota_url"] != args.server:
+                print("sim: asking the OTA URL %s" % cfg["ota_url"], file=sys.stderr)
     if args.device_id:
         with open(os.path.join(state, "mac"), "w") as f:
             f.write(args.device_id.replace(":", "").lower())
@@ -88,8 +98,9 @@ def prepare_state(args):
         if not mqtt.get("user") and (args.server or "").startswith("http"):
             # The server's broker checks logins: ask the server for the board's.
             try:
-                login = provision.credentials(args.server, provision.board_mac(state),
-                                              os.environ.get("XIAOZHI_API_TOKEN"))
+                login = provision.credentials_when_up(
+                    cfg["ota_url"], provision.board_mac(state), os.environ.get("XIAOZHI_API_TOKEN"),
+                    say=lambda line: print(line, file=sys.stderr, flush=True))
                 mqtt.update(user=login["username"], password=login["password"])
             except provision.ProvisionError as e:
                 print("sim: the board has no broker login: %s" % e, file=sys.stderr)
@@ -112,7 +123,8 @@ class Sim:
         self.state = state
         self.q = queue.Queue()
         self.fw = FirmwareChild(ROOT, state, micropython=args.micropython, speed=args.speed,
-                                advance=args.advance, sd_dir=args.sd and os.path.abspath(args.sd))
+                                advance=args.advance, sd_dir=args.sd and os.path.abspath(args.sd),
+                                board=board_profiles.path(args.board))
         self.replies = replies.ReplyWatcher(state)
         self.pty = None
         self._mic_n = 0
@@ -197,8 +209,12 @@ class Sim:
         if ev is None:
             self.log(text)
             return
-        if ev["event"] == "state":
-            self._report_replies()  # a reply is saved before the state leaves speaking
+        if ev["event"] == "menu" or (ev["event"] == "state" and ev.get("previous") == "speaking"):
+            # Replies are whole then: a server's reply is saved before the
+            # state leaves speaking, a line the device says by itself (the
+            # voice menu) before its menu event. Not on other state changes,
+            # which may come while a line is still being played.
+            self._report_replies()
         self.emit(ev)
 
     def _report_replies(self):

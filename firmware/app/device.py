@@ -57,9 +57,14 @@ def client_id(board):
     buf = bytearray(36)
     try:
         n = ns.get_blob("client_id", buf)
-        return bytes(buf[:n]).decode()
+        cid = bytes(buf[:n]).decode()
+        if n == 36 and cid.count("-") == 4:
+            return cid
+        _log.warn("NVS client_id %r is not a UUID: a new one is made", cid)
     except OSError:
-        pass
+        pass   # none yet, or larger than a UUID (NVS_INVALID_LENGTH): made anew
+    except UnicodeError:
+        _log.warn("NVS client_id does not decode: a new one is made")
     h = binascii.hexlify(os.urandom(16)).decode()
     cid = "%s-%s-4%s-a%s-%s" % (h[:8], h[8:12], h[13:16], h[17:20], h[20:32])
     ns.set_blob("client_id", cid.encode())
@@ -103,7 +108,7 @@ class Device:
         self.dropped_frames = 0      # downstream Opus that arrived while not speaking
         self.tools_listed = asyncio.Event()  # the server has read our last tools/list page
         from app.entry.entry import Entry
-        self.entry = Entry(self)
+        self.entry = Entry(board, cfg, self.bus, self.player, self.state, self.power.request, self)
 
     # ---- events out ----
 
@@ -129,7 +134,8 @@ class Device:
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
         if self.cfg.get("ota_url"):
-            await heap.load("app.boot.ota").configure(self)
+            from app.boot import ota     # with its HTTP client: dropped after boot (heap.AFTER_BOOT)
+            await ota.configure(self)
         self.state.go(proto.STATE_IDLE)
         return True
 
@@ -226,6 +232,11 @@ class Device:
                 return
             if self.channel.is_open() and not self.state.is_(proto.STATE_LISTENING, proto.STATE_SPEAKING):
                 await self._start_listening()
+
+    def call(self, method, params, timeout_ms):
+        """A JSON-RPC request to the server over the channel (its answer, or
+        None when the connection ended)."""
+        return self.channel.call(method, params, timeout_ms)
 
     async def stop_all(self, reason):
         """The one generic stop: the player, a reply in flight (abort with

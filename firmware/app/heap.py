@@ -7,12 +7,12 @@
 #   start()        firmware/main.py: the START modules, biggest first, with a
 #                  collection between them, so the compiler always finds
 #                  contiguous memory while the heap is young;
-#   load(name)     a module needed later, after a collection: the gateway and
-#                  hand-off (first task that is not the default chat), the
-#                  alarm table (a boot with alarms, the chip's INT, SET_ALARM),
-#                  the boot resolver (every boot), the options and the OTA
-#                  check (app/boot/, every boot), the command table (first
-#                  phrase), the MQTT side (only with mqtt.url);
+#   (imports)      a part needed later (the boot resolver, the OTA check, the
+#                  gateway and hand-off, the alarm and command tables, the
+#                  MQTT side) is a plain import inside the function that
+#                  first needs it, so a reader sees the dependency; the
+#                  port's allocator collects by itself when memory runs short
+#                  (the 256 KB tests on the 32-bit build hold with it);
 #   forget(name)   a module that has done its job: AFTER_BOOT (options,
 #                  configuration, OTA) once the boot is over, the boot
 #                  resolver and the alarm table after the boot used them
@@ -36,16 +36,6 @@ def start():
     for name in names:
         __import__(name)
         gc.collect()
-
-
-def load(name):
-    """The module `name`, imported after a collection if it is not loaded."""
-    mod = sys.modules.get(name)
-    if mod is None:
-        gc.collect()
-        __import__(name)
-        mod = sys.modules[name]
-    return mod
 
 
 def forget(name):

@@ -4,7 +4,7 @@ import sys
 
 import asyncio
 
-from app import console, heap
+from app import console
 from app.device import Device
 from app.events import Bus, json_line_printer
 
@@ -16,7 +16,10 @@ def _write(text):
 
 
 async def amain(argv):
-    opts, board, cfg = heap.load("app.boot.options").start(argv)
+    # Plain import: heap.start() (firmware/main.py) collected just before;
+    # the options are dropped after boot (heap.AFTER_BOOT).
+    from app.boot import options
+    opts, board, cfg = options.start(argv)
     bus = Bus()
     if opts["json"]:
         bus.listen(json_line_printer(_write))

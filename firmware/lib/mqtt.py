@@ -14,6 +14,10 @@
 # the keepalive; no packet from the broker for 1.5 keepalives drops the
 # link. A lost link is retried with exponential backoff (1 s .. 30 s, with
 # jitter: lib/backoff.py, the schedule the server's control link uses too).
+# The backoff starts again from its first step only after a link that held
+# for STABLE_MS: a broker that accepts and drops us at once (another board
+# with our client id takes the session) sees ever rarer CONNECTs, not a
+# storm every second.
 #
 # Limits: an incoming packet larger than `max_packet` (default 16 KB + the
 # headers) is read and thrown away in chunks (on_oversize(topic_or_None,
@@ -48,6 +52,7 @@ SEND_BUF = const(4096)
 TOPIC_MAX = const(128)
 _CHUNK = const(512)
 ACK_TIMEOUT_MS = const(5000)
+STABLE_MS = const(30000)   # a link that held this long was not taken from us at once
 
 
 class MQTTError(Exception):
@@ -176,7 +181,7 @@ def parse_publish(first, body):
 class MQTTClient:
     def __init__(self, host, port, client_id, on_message=None, keepalive=60, user=None,
                  password=None, max_packet=MAX_PACKET, on_oversize=None, on_connect=None,
-                 send_buf=SEND_BUF):
+                 send_buf=SEND_BUF, retry_ms=(1000, 30000)):
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -202,6 +207,8 @@ class MQTTClient:
         self._last_rx = 0
         self.connected = False
         self.connects = 0                 # successful connects so far (tests, logs)
+        self.retry = Backoff(retry_ms[0], retry_ms[1])
+        self.retry_delay_ms = 0           # the last wait before a reconnect (tests, logs)
         self._stop = False
 
     def subscribe(self, topic, qos=1):
@@ -397,11 +404,11 @@ class MQTTClient:
 
     async def run(self):
         """Connect and serve forever, reconnecting with backoff."""
-        backoff = Backoff(1000, 30000)
         while not self._stop:
+            up = None
             try:
                 await self.connect()
-                backoff.reset()
+                up = _now_ms()
                 if self.on_connect is not None:
                     asyncio.create_task(self.on_connect())
                 await self._serve()
@@ -412,7 +419,11 @@ class MQTTClient:
             self._close()
             if self._stop:
                 return
-            await asyncio.sleep(backoff.next_ms() / 1000)
+            if up is not None and _diff(_now_ms(), up) >= STABLE_MS:
+                self.retry.reset()
+            self.retry_delay_ms = self.retry.next_ms()
+            print("mqtt: retrying in %d ms" % self.retry_delay_ms)
+            await asyncio.sleep(self.retry_delay_ms / 1000)
 
     async def disconnect(self):
         self._stop = True

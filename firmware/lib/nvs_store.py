@@ -8,10 +8,15 @@
 # write, atomic in NVS) and commits. A power cut before the bump leaves the
 # old record live, after it the new one: never a half-written record.
 #
+# A record is a JSON object: a slot that does not decode to one (flash
+# garbage, a value written by other firmware) is treated as absent, with a
+# log line, on the board as on the host; the next put() replaces it.
+#
 # Limits: record names 1..13 chars (the key suffix needs 2 of NVS's 15);
 # a record's JSON must fit `max_bytes` (the read buffer is preallocated).
 import json
 
+import log
 from hal import errors
 
 try:
@@ -49,15 +54,21 @@ class RecordStore:
             raise
 
     def _read_slot(self, key):
-        """The parsed JSON of one slot, or None when missing or unreadable."""
+        """The record in one slot, or None when missing or unreadable."""
         try:
             n = self._nvs.get_blob(key, self._buf)
-        except OSError:
+        except OSError as e:
+            if not errors.is_not_found(e):   # larger than any record we write
+                log.get("nvs").warn("record slot %s unreadable (%r): treated as absent", key, e)
             return None
         try:
-            return json.loads(bytes(self._mv[:n]))
-        except ValueError:
+            rec = json.loads(bytes(self._mv[:n]))
+        except (ValueError, UnicodeError):   # MicroPython: ValueError; CPython: UnicodeDecodeError too
+            rec = None
+        if not isinstance(rec, dict):
+            log.get("nvs").warn("record slot %s does not decode to a record: treated as absent", key)
             return None
+        return rec
 
     def get(self, name, default=None):
         k0, k1, gkey = self._keys(name)

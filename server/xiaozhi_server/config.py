@@ -89,19 +89,19 @@ DEFAULTS = {
             "to talk about, ask one simple question at a time, and praise their answers."
         ),
     },
+    # Every spoken line: data/lines.json, and an operator's file of key ->
+    # {language: text} merged over it (a bad file stops the server at start).
+    "lines": {"file": None},
     "apps": {
         # The app registry; empty = the one shipped in data/apps.json.
         "registry": None,
-        # How chat opens: "lines" (one of opener_lines) or "llm" (the model greets).
+        # How chat opens: "lines" (one of the opener lines) or "llm" (the model greets).
         "opener": "lines",
-        "opener_lines": {
-            "zh": ["你好呀！我是小智，今天想聊点什么呢？", "嗨，我来啦！要不要跟我说说今天发生了什么？"],
-            "en": ["Hi there! I'm Xiaozhi. What shall we talk about today?"],
-        },
-        "reinvite_lines": {
-            "zh": ["你还在吗？想听个小故事，还是聊聊你喜欢的动物？"],
-            "en": ["Are you still there? Would you like a story, or to talk about your favourite animal?"],
-        },
+        # The opener and the invitation: the lines file's `opener` and
+        # `reinvite` (data/lines.json); a {language: [texts]} here replaces them
+        # (an empty list says nothing).
+        "opener_lines": None,
+        "reinvite_lines": None,
         # Seconds of silence after the opener before one more invitation, and how many.
         "reinvite_after_s": 20,
         "max_reinvites": 1,
@@ -113,7 +113,7 @@ DEFAULTS = {
         "auto_listen_grace_s": 1.5,
         # Words that leave translation for chat (seed §10.1 names the last two
         # Chinese ones); matched inside a short utterance, ignoring case,
-        # spaces, punctuation and 儿 (runtime/modes.py, plain).
+        # spaces, punctuation and 儿 (text/phrases.py).
         "exit_translation_phrases": ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧", "聊会天吧",
                                      "exit translation", "stop translating", "stop translation", "back to chat"],
     },

@@ -146,3 +146,21 @@ def throttle_loggers(names: Iterable[str], interval_s: float = 10.0, burst: int 
             mine[0].throttle.interval_s, mine[0].throttle.burst = interval_s, burst
         else:
             logger.addFilter(ThrottleFilter(interval_s, burst, by_first_arg))
+
+
+# Loggers one client can make write a line per message or per connection:
+# each template is summarised past a few lines per interval, per device for
+# ours (their lines start with "[device]"), so one device cannot drown the rest.
+# The HTTP endpoints anyone may call are summarised per template, not per
+# device: a caller can send a new Device-Id with every request.
+DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.pipeline.listener",
+                  "xiaozhi_server.runtime.runtime", "xiaozhi_server.mcp.device_client")
+LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access", "websockets.server",
+                   "xiaozhi_server.transport.websockets", "xiaozhi_server.transport.http_server")
+DEVICE_LOG_BURST = 20
+
+
+def throttle_server_logs(interval_s: float) -> None:
+    """The server's loggers that a client can make write, summarised."""
+    throttle_loggers(DEVICE_LOGGERS, interval_s, DEVICE_LOG_BURST, by_first_arg=True)
+    throttle_loggers(LIBRARY_LOGGERS, interval_s, DEVICE_LOG_BURST)

@@ -15,62 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from typing import TYPE_CHECKING
 
 from . import config as configmod
-from . import logthrottle
-from .mcp.tools import Tool, ToolOutcome
+from .logthrottle import throttle_server_logs
+from .mcp.server_tools import start_server_tools
 from .services import Services
 from .transport.guard import fit_to_fd_limit
 from .transport.http_server import HttpServer
 from .transport.ws_server import WsServer
 
-if TYPE_CHECKING:
-    from .mcp.server_processes import ServerProcesses
-
 log = logging.getLogger(__name__)
-
-# Loggers one client can make write a line per message or per connection:
-# each template is summarised past a few lines per interval, per device for
-# ours (their lines start with "[device]"), so one device cannot drown the rest.
-# The HTTP endpoints anyone may call are summarised per template, not per
-# device: a caller can send a new Device-Id with every request.
-DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.session.listener",
-                  "xiaozhi_server.runtime.runtime", "xiaozhi_server.mcp.device_client")
-LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access", "websockets.server",
-                   "xiaozhi_server.transport.websockets", "xiaozhi_server.transport.http_server")
-DEVICE_LOG_BURST = 20
-
-
-def throttle_logs(interval_s: float) -> None:
-    logthrottle.throttle_loggers(DEVICE_LOGGERS, interval_s, DEVICE_LOG_BURST, by_first_arg=True)
-    logthrottle.throttle_loggers(LIBRARY_LOGGERS, interval_s, DEVICE_LOG_BURST)
-
-
-def default_mcp_config() -> str:
-    return os.path.join(os.path.dirname(__file__), "data", "mcp_servers.json")
-
-
-async def start_server_tools(config: dict, services: Services) -> ServerProcesses | None:
-    """Start the server's own MCP processes and offer their tools to every new
-    session; the ServerProcesses (close() them at the end), or None."""
-    path = config.get("mcp_servers_file") or default_mcp_config()
-    if not os.path.exists(path):
-        return None
-    from .mcp.server_processes import ServerProcesses
-    processes = ServerProcesses(path)
-    await processes.start()
-    tools = []
-    for decl in processes.tools():
-        async def run(args, _name=decl["name"]):
-            text, is_error = await processes.call(_name, args)
-            return ToolOutcome(text, is_error=is_error)
-        tools.append(Tool(decl["name"], decl.get("description"), decl.get("inputSchema"), "server", run))
-    services.set_server_tools(tools)
-    log.info("server MCP tools: %s", ", ".join(t.name for t in tools) or "none")
-    return processes
-
 
 class XiaozhiServer:
     def __init__(self, config, services=None, with_broker=True, with_mcp=True, services_factory=None):
@@ -80,7 +34,7 @@ class XiaozhiServer:
         plane, the broker and the HTTP endpoints."""
         configmod.check(config)
         fit_to_fd_limit(config["limits"])
-        throttle_logs(float(config["limits"]["log_interval_s"]))
+        throttle_server_logs(float(config["limits"]["log_interval_s"]))
         self.config = config
         self.pool = None
         workers = configmod.worker_count(config)

@@ -1,5 +1,5 @@
-"""What every session shares: providers, server-side tools, and the hooks
-through which the App Runtime decides what a session does.
+"""What every session of a process shares: providers, the app registry,
+the server's own tools, and the set of live sessions.
 
 Providers are built once per process from the config, and `start()`
 loads their models, voices and clients before the first device connects
@@ -9,23 +9,18 @@ hand in its own (e.g. providers that sleep like cloud ones).
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
-from . import protocol as proto
 from .providers.llm_none import choose_llm
 from .providers.registry import create
-from .runtime.registry import Registry
-from .runtime.runtime import AppRuntime, TaskError
-from .runtime.tools import runtime_tools
+from .runtime.runtime import load_registry
+from .text.lines import Lines
 
 if TYPE_CHECKING:
     from .mcp.tools import Tool
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
-    from .session.listener import Utterance
-    from .session.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -52,24 +47,19 @@ async def warm_up(provider: Any) -> None:
             log.warning("could not preload %s: %s", type(part).__name__, e)
 
 
-def _runtime(session: Session) -> AppRuntime:
-    """The session's App Runtime, which on_session_ready gives it before the
-    session passes on anything the device says."""
-    if session.runtime is None:
-        raise RuntimeError("session %s has no App Runtime yet" % session.id)
-    return session.runtime
-
-
 class Services:
     def __init__(self, config: dict, llm: LlmProvider | None = None, asr: AsrProvider | None = None,
                  tts: TtsLike | None = None, vad: VadProvider | None = None) -> None:
         self.config = config
-        self.llm = llm if llm is not None else choose_llm(config.get("llm"))
+        self.lines = Lines.load((config.get("lines") or {}).get("file"))
+        self.llm = llm if llm is not None else choose_llm(dict(config.get("llm") or {}),
+                                                             lines=self.lines.table["no_llm"])
         self.asr = asr if asr is not None else create("asr", config["asr"])
         self.tts = tts if tts is not None else create("tts", config["tts"])
         self.vad = vad if vad is not None else create("vad", config["vad"])
-        self.registry = Registry.load(config.get("apps", {}).get("registry"))
-        self.sessions: set[Session] = set()
+        self.registry = load_registry(config.get("apps", {}).get("registry"))
+        # The live sessions (session/ imports this module, not the other way round).
+        self.sessions: set[Any] = set()
         self._server_tools: list[Tool] = []
 
     async def start(self) -> None:
@@ -101,56 +91,11 @@ class Services:
     def server_tools(self) -> list[Tool]:
         return list(self._server_tools)
 
-    # ---- hooks the sessions call ----
+    # ---- what the sessions tell ----
 
-    async def on_session_ready(self, session: Session) -> None:
-        """After the hello: the session gets its App Runtime and starts at the default app."""
+    async def on_session_ready(self, session: Any) -> None:
+        """After the hello, with its App Runtime in place (benchmarks extend this)."""
         self.sessions.add(session)
-        runtime = session.runtime = AppRuntime(session, self.registry, self.config)
-        runtime.adopt_default()
-        for tool in runtime_tools(session, runtime):
-            session.tools.add(tool)
 
-        async def app_start_task(params):
-            try:
-                return await runtime.start_app_task(params["app_id"], params["task_id"],
-                                                    params.get("params"), params["source"])
-            except TaskError as e:
-                err = proto.ProtoError(str(e))
-                err.code = e.code
-                raise err
-        session.rpc_handlers[proto.METHOD_APP_START_TASK] = app_start_task
-        session.spawn(self._default_entry(session))
-
-    async def _default_entry(self, session):
-        """Chat speaks first, unless the device asks for a task of its own at once
-        (an alarm's lesson must not be preceded by a chat opener)."""
-        grace = float(self.config["apps"].get("opener_grace_s", 1.5))
-        if session.hello and (session.hello.get("features") or {}).get("mcp"):
-            try:
-                await asyncio.wait_for(session.mcp.ready.wait(), grace)
-            except asyncio.TimeoutError:
-                pass
-            await asyncio.sleep(0.05)  # a request sent right after the tool list
-        else:
-            await asyncio.sleep(min(grace, 0.3))
-        if session.runtime.explicit or session.closed or session.last_user_speech:
-            return  # a task was asked for, or the child is already talking: no opener
-        await session.runtime.start_default(proto.SOURCE_DEFAULT_CHAT)
-
-    async def on_session_closed(self, session: Session) -> None:
+    async def on_session_closed(self, session: Any) -> None:
         self.sessions.discard(session)
-        if session.runtime is not None:
-            session.runtime.close()
-
-    async def route_user_text(self, session: Session, text: str, utterance: Utterance | None = None) -> None:
-        """What a user's words lead to: the App Runtime routes by mode."""
-        await _runtime(session).route(text, utterance)
-
-    async def on_wake(self, session: Session, text: str) -> None:
-        """A wake word arrived (listen detect)."""
-        await _runtime(session).on_wake(text)
-
-    async def on_listen_start(self, session: Session) -> None:
-        """The device opened its microphone."""
-        await _runtime(session).on_listen_start()

@@ -282,14 +282,38 @@ def py(value):
     return repr(value)
 
 
-def emit_constants(m):
+LINE_LIMIT = 100     # the server's generated lines (the board's keep one line per value)
+
+
+def wrapped(value, indent=0):
+    """A Python literal of value whose lines stay near LINE_LIMIT: long strings
+    as implicitly joined pieces, long containers one item a line (CPython only)."""
+    flat = py(value)
+    if indent + len(flat) <= LINE_LIMIT:
+        return flat
+    pad = " " * (indent + 4)
+    if isinstance(value, str):
+        step = max(20, LINE_LIMIT - indent - 8)
+        pieces = [value[i:i + step] for i in range(0, len(value), step)]
+        return "(\n" + "\n".join(pad + py(piece) for piece in pieces) + "\n" + " " * indent + ")"
+    if isinstance(value, dict):
+        items = ["%s%s: %s," % (pad, py(k), wrapped(v, indent + 4)) for k, v in value.items()]
+        return "{\n" + "\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(value, (list, tuple)):
+        items = ["%s%s," % (pad, wrapped(v, indent + 4)) for v in value]
+        ends = "[]" if isinstance(value, list) else "()"
+        return ends[0] + "\n" + "\n".join(items) + "\n" + " " * indent + ends[1]
+    return flat
+
+
+def emit_constants(m, wrap=False):
     lines = []
     for name in sorted(m.constants):
         v = m.constants[name]
         if isinstance(v, int) and not isinstance(v, bool):
             lines.append("%s = const(%d)" % (name, v))
         else:
-            lines.append("%s = %s" % (name, py(v)))
+            lines.append("%s = %s" % (name, wrapped(v) if wrap else py(v)))
     return "\n".join(lines)
 
 
@@ -305,14 +329,18 @@ def emit_tables(m, in_file):
     else:
         out = ["SCHEMAS = {"]
         for sid, text in schema_texts(m):
-            out.append("    %s: %s," % (py(sid), py(text)))
+            out.append("    %s: %s," % (py(sid), wrapped(text, 4)))
         out.append("}")
+    # The board's copy keeps one line per table: MicroPython compiles it on
+    # the device, and its bytes must not change for the server's sake.
+    literal = py if in_file else wrapped
     names = {k: v for k, v in m.names.items() if not (in_file and k in m.host_only)}
-    out.append("_NAMES = %s" % py(dict(sorted(names.items()))))
-    out.append("WS_SCHEMAS = %s" % py(dict(sorted(m.ws.items()))))
+    out.append("_NAMES = %s" % literal(dict(sorted(names.items()))))
+    out.append("WS_SCHEMAS = %s" % literal(dict(sorted(m.ws.items()))))
     out.append("DEVICE_TOOLS_JSON = [")
     for t in m.tools:
-        out.append("    %s," % py(json.dumps(t, separators=(",", ":"), ensure_ascii=False)))
+        out.append("    %s," % (py if in_file else lambda v: wrapped(v, 4))(
+            json.dumps(t, separators=(",", ":"), ensure_ascii=False)))
     out.append("]")
     return "\n".join(out)
 
@@ -371,7 +399,7 @@ def emit_core(m, table_in_file=False):
         runtime = f.read()
     if table_in_file:
         runtime = board_runtime(runtime)
-    parts = [HEADER, runtime.rstrip(), "", "", "# ---- constants ----", emit_constants(m), "",
+    parts = [HEADER, runtime.rstrip(), "", "", "# ---- constants ----", emit_constants(m, wrap=not table_in_file), "",
              "", "# ---- schemas (checks only; descriptions live in the sources) ----",
              emit_tables(m, table_in_file), "", "", "# ---- builders: every message shape, made one way ----"]
     for fname, sid in sorted(m.builders):

@@ -19,6 +19,11 @@ if sys.implementation.name == "micropython" and ".frozen" not in sys.path:
     sys.path.append(".frozen")
 
 import asyncio  # noqa: E402  - an async test must run, never pass unrun
+# Resident for the whole run, as on the device (app/heap.py START loads them
+# first): compiled once, their strings interned once, instead of again per
+# test module in a heap that the earlier modules' interned names scatter.
+import proto  # noqa: E402,F401
+import audio  # noqa: E402,F401
 
 
 def _modules(names):

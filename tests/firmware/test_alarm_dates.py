@@ -17,15 +17,14 @@ T0 = civil.to_epoch(2026, 3, 15, 9, 0, 0)
 FAR = T0 + 40 * DAY   # 24 April: the chip's day 24 also comes on 24 March
 
 
-class _Dev:
-    """What the entry reads from the device: the board, its config and its event bus."""
-
-    def __init__(self, board):
-        self.board = board
-        self.cfg = {}
-        self.bus = Bus()
-        self.events = []
-        self.bus.listen(self.events.append)
+def entry_on(board, cfg=None):
+    """The entry side on a board, with what boot and the alarm table use:
+    the board, a config and an event bus (e.events: what it emitted)."""
+    bus = Bus()
+    e = Entry(board, cfg or {}, bus)
+    e.events = []
+    bus.listen(e.events.append)
+    return e
 
 
 def state_dir(tag):
@@ -33,7 +32,10 @@ def state_dir(tag):
     try:
         import os
         os.stat("/dev/shm")
-        base = "/dev/shm/xz-fw-%d" % (os.getpid() if hasattr(os, "getpid") else 0)
+        # One directory per run, as t.tmpdir: the unix port has no getpid, and
+        # suites run at once (other checkouts, both heaps) shared "xz-fw-0"
+        # and cut each other's boards (the thousand-cuts test failed so).
+        base = "/dev/shm/" + t._base().rsplit("/", 1)[-1]
         for p in (base, base + "/" + tag):
             try:
                 os.mkdir(p)
@@ -63,7 +65,7 @@ def _sleep_until_alarm(b, d):
 def test_a_lesson_40_days_ahead_runs_on_its_date_not_a_month_early():
     d = state_dir("far")
     b = _fresh_board(d)
-    e = Entry(_Dev(b))
+    e = entry_on(b)
     t.eq(e.alarms.set({"alarm_id": "far", "at": FAR, "pending_task": LESSON}, T0), None)
     ran = None
     wakes = []
@@ -71,7 +73,7 @@ def test_a_lesson_40_days_ahead_runs_on_its_date_not_a_month_early():
         b = _sleep_until_alarm(b, d)
         t.true(b is not None, "an alarm is armed while the lesson waits")
         t.eq(b.wake_cause(), "alarm")
-        e = Entry(_Dev(b))
+        e = entry_on(b)
         now = e.now()
         task, why = e.boot_task()
         wakes.append(now)
@@ -93,13 +95,13 @@ def test_an_early_chip_match_wakes_nothing_and_keeps_the_lesson_waiting():
     # it fires on 24 March for a lesson on 24 April.
     d = state_dir("early")
     b = _fresh_board(d)
-    e = Entry(_Dev(b))
+    e = entry_on(b)
     e.alarms.set({"alarm_id": "far", "at": FAR, "pending_task": LESSON}, T0)
     rtc = ds3231.DS3231(b.i2c)
     rtc.set_alarm_once(FAR)
     rtc.enable_alarm(True)
     b = _sleep_until_alarm(b, d)
-    e = Entry(_Dev(b))
+    e = entry_on(b)
     t.eq(b.wake_cause(), "alarm")
     t.true(e.now() < T0 + 10 * DAY, "the month-blind match came after 9 days")
     task, why = e.boot_task()
@@ -113,7 +115,7 @@ def test_an_early_chip_match_wakes_nothing_and_keeps_the_lesson_waiting():
 def test_the_chip_is_never_programmed_with_an_ambiguous_date():
     d = state_dir("amb")
     b = _fresh_board(d)
-    e = Entry(_Dev(b))
+    e = entry_on(b)
     rtc = ds3231.DS3231(b.i2c)
     for days in (1, 27, 28, 31, 40, 59, 90, 365):
         at = T0 + days * DAY + 3600

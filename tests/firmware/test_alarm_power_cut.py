@@ -12,7 +12,7 @@ from hal import civil, errors
 import ds3231
 import nvs_store
 from app.entry import alarms
-from test_alarm_dates import _Dev, state_dir, LESSON
+from test_alarm_dates import entry_on, state_dir, LESSON
 
 DAY = 86400
 CUTS = 1000
@@ -96,8 +96,7 @@ class World:
     def boot(self, advance):
         b = hal.host.board(self.d, exit_fn=lambda code: None, advance=advance)
         journal = nvs_store.RecordStore(b.nvs("xzalarms"), 2048).get("journal")
-        from app.entry.entry import Entry
-        e = Entry(_Dev(b))
+        e = entry_on(b)
         now = e.now()
         task, why = e.boot_task()
         self.figures["boots"] += 1
@@ -210,15 +209,13 @@ def test_a_thousand_power_cuts_leave_alarms_consistent():
 def _two_alarms(d):
     b = hal.host.board(d, exit_fn=lambda code: None)
     ds3231.DS3231(b.i2c).set_time(T0)          # 06:00
-    from app.entry.entry import Entry
-    e = Entry(_Dev(b))
+    e = entry_on(b)
     e.alarms.set({"alarm_id": "seven", "at": T0 + 3600, "pending_task": LESSON}, T0)
     e.alarms.set({"alarm_id": "eight", "at": T0 + 7200, "pending_task": LESSON2}, T0)
     return b, e
 
 
 def test_every_cut_while_deleting_an_alarm_ends_with_it_deleted_and_no_early_lesson():
-    from app.entry.entry import Entry
     d = state_dir("del")
     b, e = _two_alarms(d)
     before = b.nvs_flash.writes
@@ -232,7 +229,7 @@ def test_every_cut_while_deleting_an_alarm_ends_with_it_deleted_and_no_early_les
         b.nvs_flash.die_after(n)
         t.raises(errors.PowerCut, e.alarms.unset, "seven", T0)
         b = hal.host.board(d, exit_fn=lambda code: None, advance=60)
-        e = Entry(_Dev(b))
+        e = entry_on(b)
         task, why = e.boot_task()
         t.eq(why, "default", "cut %d: the boot" % n)
         deleted_at_boot += e.alarms.find("seven") is None
@@ -243,7 +240,7 @@ def test_every_cut_while_deleting_an_alarm_ends_with_it_deleted_and_no_early_les
         b.power.standby("power_off")
         b = hal.host.board(d, exit_fn=lambda code: None,
                            advance=b.rtc_model.seconds_to_next_alarm() + 1)
-        e = Entry(_Dev(b))
+        e = entry_on(b)
         task, why = e.boot_task()
         t.eq((why, task["alarm_id"]), ("alarm", "eight"), "cut %d: the next wake" % n)
         t.true(e.now() >= T0 + 7200, "cut %d: eight's lesson ran %d s early" % (n, T0 + 7200 - e.now()))

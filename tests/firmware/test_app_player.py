@@ -1,5 +1,7 @@
 # The SD repeat player's rules, on a fake clock and a backend the test ends
 # by hand (a "natural end" is backend.finish()).
+import json
+
 import t
 import proto
 from hal.sdfs import CardFS
@@ -187,3 +189,34 @@ async def test_app_player_repeats_a_lesson_from_the_card_on_the_audio_engine():
     t.eq(events, [("playing", 0, 2), ("pass_end", 1, 1), ("playing", 1, 1), ("pass_end", 2, 0), ("done", 2, 0)])
     t.eq(standby, [proto.STANDBY_REPEAT_DONE])
     t.eq(p.status()["state"], "idle")
+
+
+def test_app_player_every_listed_name_plays_through_the_tool_call_subfolders_too():
+    # What self.mp3.get_list offers must play: the listing walks subfolders
+    # ("unit1/lesson.mp3"), and the tool's `sd_name` check refused any "/".
+    import os
+    from app.voice.mcp_server import McpServer
+    p, mp3, clock, standby, events = _player(())
+    root = p._sd.root
+    for sub in ("unit1", "unit 2"):
+        os.mkdir(root + "/" + sub)
+        with open(root + "/" + sub + "/lesson.mp3", "wb") as f:
+            f.write(b"\xff\xfb\x90\x00" + bytes(100))
+    tools = {n: (lambda args: True) for n in proto.DEVICE_TOOL_NAMES}
+    tools["self.mp3.get_list"] = lambda args: {"files": p.listing()}
+    tools["self.mp3.play"] = lambda args: p.play(args["name"], args.get("repeat", 1))
+    tools["self.mp3.stop"] = lambda args: {"stopped": p.stop()}
+    srv = McpServer(tools)
+
+    def call(rid, name, args):
+        return srv.handle(proto.rpc_request(rid, "tools/call", {"name": name, "arguments": args}))
+    listed = [f["name"] for f in json.loads(call(1, "self.mp3.get_list", {})["result"]["content"][0]["text"])["files"]]
+    t.eq(listed, ["unit 2/lesson.mp3", "unit1/lesson.mp3"])
+    for i, name in enumerate(listed):
+        r = call(2 + i, "self.mp3.play", {"name": name})
+        t.true("result" in r and not r["result"].get("isError"), repr(r))
+        call(10 + i, "self.mp3.stop", {})
+    t.eq([c for c in mp3.calls if c[0] == "play"], [("play", "lesson.mp3"), ("play", "lesson.mp3")])
+    for bad in ("unit1/../unit1/lesson.mp3", "unit1//lesson.mp3", "/unit1/lesson.mp3", "unit1\\lesson.mp3",
+                "unit1/.hidden.mp3"):
+        t.eq(call(20, "self.mp3.play", {"name": bad})["error"]["code"], proto.RPC_INVALID_PARAMS, bad)

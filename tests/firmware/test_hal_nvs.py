@@ -88,3 +88,35 @@ def test_durable_on_set_models_immediate_flash_writes():
     f = _flash(durable_on_set=True)
     f.open("a").set_i32("x", 5)
     t.eq(NVSFlash(f.path).open("a").get_i32("x"), 5)
+
+
+def test_a_partition_that_does_not_read_back_is_erased_and_the_board_boots_on_defaults():
+    # ESP-IDF boots on an erased partition when nvs_flash_init refuses it
+    # (MicroPython's esp32 boot erases it); the host file is that partition.
+    import log
+    lines = []
+
+    class Out:
+        def write(self, text):
+            lines.append(text)
+    for junk in (b"\x00\xffgarbage\x80", b'{"xiaozhi": {"client_id": ["b", "6162', b"[1, 2]",
+                 b'{"xiaozhi": {"k": ["b", "zz"]}}', b'{"xiaozhi": {"k": ["i", "7"]}}', b'{"xiaozhi": 5}',
+                 b'{"x": {"k": ["q", 1]}}', b""):
+        path = t.tmpdir("junk") + "/nvs.json"
+        with open(path, "wb") as f:
+            f.write(junk)
+        del lines[:]
+        log.set_output(Out())
+        try:
+            f = NVSFlash(path)
+        finally:
+            log.set_output(None)
+        t.true(f.erased, "erased: %r" % junk)
+        t.true([ln for ln in lines if "erased" in ln], "a log line for %r" % junk)
+        t.eq(f.used_entries(), 0, "defaults")
+        again = NVSFlash(path)       # the erase is durable: the next boot reads it
+        t.eq(again.erased, False, "read back after the erase")
+        ns = again.open("xiaozhi")
+        ns.set_i32("k", 1)
+        ns.commit()
+        t.eq(NVSFlash(path).open("xiaozhi").get_i32("k"), 1)

@@ -99,3 +99,34 @@ def test_failed_verify_keeps_the_old_record():
     flaky = nvs_store.RecordStore(_FlakyNVS(flash.open("xiaozhi"), "pending.1"))
     t.raises(nvs_store.StoreError, flaky.put, "pending", NEW)
     t.eq(s.get("pending"), OLD)
+
+
+def test_a_slot_that_does_not_decode_to_a_record_is_absent_and_logged():
+    # Flash garbage, bytes that are not UTF-8, JSON of another shape, a blob
+    # larger than any record: each reads as no record (pending_task, the
+    # cached command, the alarm table), never as an exception at boot.
+    import log
+    lines = []
+    log.set_output(_Lines(lines))
+    try:
+        for junk in (b"\xff\xfe\x00garbage", b'{"app_id": "chat"', b"[1, 2, 3]", b'"text"', b"\xc3\x28",
+                     b"{" * 1500):
+            flash, s = _store(t.tmpdir("junk") + "/nvs.json")
+            ns = flash.open("xiaozhi")
+            ns.set_blob("pending.0", junk)
+            ns.set_i32("pending.g", 0)
+            del lines[:]
+            t.eq(s.get("pending", "absent"), "absent", repr(junk))
+            t.true([ln for ln in lines if "treated as absent" in ln], "a log line for %r" % junk)
+            s.put("pending", OLD)          # the next write replaces it
+            t.eq(s.get("pending"), OLD)
+    finally:
+        log.set_output(None)
+
+
+class _Lines:
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text):
+        self.out.append(text)

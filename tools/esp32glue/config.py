@@ -28,17 +28,32 @@ def caret_admits(spec, version):
     return have[0] == want[0] and have >= want if want[0] else have[:2] == want[:2] and have >= want
 
 
-def check_versions(manifest, opus_root, codec_root):
-    """Our idf_component.yml must admit the versions compiled against."""
+def check_versions(manifest, trees):
+    """Our idf_component.yml must admit the versions compiled against
+    (trees: {registry name: folder})."""
     ours = Path(manifest).read_text()
     ok = True
-    for name, root in (("78/esp-opus", opus_root), ("espressif/esp_audio_codec", codec_root)):
+    for name, root in trees.items():
         spec = re.search(r"^\s*%s:\s*['\"]([^'\"]+)" % re.escape(name), ours, re.M).group(1)
         have = component_version(root)
         admits = caret_admits(spec, have)
         print("  idf_component.yml %s %s %s %s" % (name, spec, "admits" if admits else "does NOT admit", have))
         ok = ok and admits
     return ok
+
+
+def registry_dependencies(root):
+    """{name: version} of a component's registry dependencies (not idf), each
+    the lowest version its range names ("1.8.0", ">=0.2.0", "^1.7.19")."""
+    deps = yaml.safe_load((Path(root) / "idf_component.yml").read_text()).get("dependencies") or {}
+    out = {}
+    for name, spec in deps.items():
+        if name == "idf":
+            continue
+        spec = spec.get("version", "*") if isinstance(spec, dict) else str(spec)
+        m = re.search(r"\d+(?:\.\d+)*", spec)
+        out[name] = m.group(0) if m else "1.0.0"
+    return out
 
 
 def sdkconfig_defaults(build, mp, board, partitions):
@@ -65,15 +80,26 @@ def sdkconfig_defaults(build, mp, board, partitions):
     return [out]
 
 
+# The speech models our board asks esp-sr's Kconfig for (sdkconfig.board);
+# a name esp-sr does not have would be dropped by kconfgen without a word.
+SR_CHOICES = ("SR_WN_WN9_NIHAOXIAOZHI_TTS", "SR_MN_CN_MULTINET7_QUANT", "MODEL_IN_FLASH")
+
+
 def print_sdkconfig(header):
+    """Prints the settings that matter; False when a speech model choice
+    of the board did not reach the sdkconfig."""
     text = header.read_text()
     keys = ("IDF_TARGET", "SPIRAM_MODE_OCT", "FREERTOS_HZ", "ESP_DEFAULT_CPU_FREQ_MHZ",
-            "ESPTOOLPY_FLASHSIZE", "FREERTOS_UNICORE")
+            "ESPTOOLPY_FLASHSIZE", "FREERTOS_UNICORE") + SR_CHOICES
     got = []
     for k in keys:
         m = re.search(r"#define CONFIG_%s (.*)" % k, text)
         got.append("%s=%s" % (k, m.group(1) if m else "(unset)"))
     print("sdkconfig.h (kconfgen, esp32s3): " + ", ".join(got))
+    missing = [k for k in SR_CHOICES if not re.search(r"#define CONFIG_%s 1" % k, text)]
+    if missing:
+        print("check_esp32_glue: esp-sr's Kconfig did not take %s from sdkconfig.board" % ", ".join(missing))
+    return not missing
 
 
 def resolved(port, target):
@@ -81,4 +107,4 @@ def resolved(port, target):
     lock = port / "lockfiles" / ("dependencies.lock." + target)
     deps = yaml.safe_load(lock.read_text()).get("dependencies", {})
     return ", ".join("%s %s" % (k, v.get("version")) for k, v in deps.items()
-                     if k in ("78/esp-opus", "espressif/esp_audio_codec", "idf"))
+                     if k in ("78/esp-opus", "espressif/esp_audio_codec", "espressif/esp-sr", "idf"))

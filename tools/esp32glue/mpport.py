@@ -4,9 +4,10 @@ user C modules (USER_C_MODULES) and our idf_component.yml merged into the
 port's main component manifest (docs/cmodule.md, "Building into the ESP32
 firmware"). The IDF component manager runs, offline: every dependency
 points at a local folder (override_path), ours at the real esp-opus and
-esp_audio_codec trees, so it checks our version ranges against their
-versions; the port's own network-only dependencies (mdns, tinyusb, ...)
-are empty stand-ins, as none of their headers reach our files.
+esp_audio_codec and esp-sr trees, so it checks our version ranges against
+their versions; the port's own network-only dependencies (mdns, tinyusb,
+...) and esp-sr's (esp-dsp, dl_fft, cjson) are empty stand-ins, as none of
+their headers reach our files.
 
 The port folder is copied (small) next to links to the rest of the
 MicroPython tree, so the tree itself is never written to: the component
@@ -37,19 +38,27 @@ def overlay(mp_root, out):
     return out
 
 
-def _stub(folder, name):
+def stub_component(folder, name, version="0.0.0", include_dir=None):
+    """An empty component: one file, so it is a library (a dependent may
+    link it by file), a version for the component manager, and the
+    headers of INCLUDE_DIR when a dependent includes the real thing's."""
     path = folder / name
     path.mkdir(parents=True, exist_ok=True)
-    (path / "CMakeLists.txt").write_text("idf_component_register(SRCS stub.c)\n")
+    inc = ' INCLUDE_DIRS "%s"' % include_dir if include_dir else ""
+    (path / "CMakeLists.txt").write_text("idf_component_register(SRCS stub.c%s)\n" % inc)
     (path / "stub.c").write_text("typedef int stand_in_t; /* empty stand-in, see mpport.py */\n")
-    (path / "idf_component.yml").write_text('version: "0.0.0"\n')
+    (path / "idf_component.yml").write_text('version: "%s"\n' % version)
     return path
 
 
-def merge_manifest(port, ours_text, deps, stubs_dir):
+def merge_manifest(port, ours_text, deps, stubs_dir, transitive=None, headers=None):
     """The port's main manifest with our dependencies added (our version
     ranges, the local trees in DEPS {name: folder}) and the port's own
-    dependencies replaced by stand-ins. Returns the stand-in names."""
+    dependencies replaced by stand-ins, as are our components' own
+    registry dependencies (TRANSITIVE {name: version}: an override_path at
+    the top overrides them for every dependent; HEADERS {name: folder} gives
+    a stand-in the real headers its dependents include). Returns the
+    stand-in names."""
     manifest = port / "main" / "idf_component.yml"
     theirs = yaml.safe_load(manifest.read_text())["dependencies"]
     ours = yaml.safe_load(ours_text)["dependencies"]
@@ -60,7 +69,7 @@ def merge_manifest(port, ours_text, deps, stubs_dir):
             continue
         spec = dict(spec) if isinstance(spec, dict) else {"version": spec}
         local = name.replace("/", "__")
-        entry = {"version": "*", "override_path": str(_stub(stubs_dir, local))}
+        entry = {"version": "*", "override_path": str(stub_component(stubs_dir, local))}
         if "rules" in spec:
             entry["rules"] = spec["rules"]
         merged[name] = entry
@@ -69,6 +78,10 @@ def merge_manifest(port, ours_text, deps, stubs_dir):
         if name == "idf":
             continue  # the port's own idf range is the one that applies
         merged[name] = {"version": spec, "override_path": str(deps[name])}
+    for name, version in (transitive or {}).items():
+        stub = stub_component(stubs_dir, name.replace("/", "__"), version, (headers or {}).get(name))
+        merged[name] = {"version": version, "override_path": str(stub)}
+        stood_in.append(name)
     manifest.write_text(yaml.safe_dump({"dependencies": merged}, sort_keys=False))
     lock = port / "lockfiles" / ("dependencies.lock." + idfproject.TARGET)
     if lock.exists():

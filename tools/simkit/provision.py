@@ -8,6 +8,7 @@ XIAOZHI_API_TOKEN when set), as `xiaozhi-server device provision
 --write-config` would, so `make run` + `make sim --mqtt` work out of the box.
 """
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -15,8 +16,25 @@ import urllib.request
 from simkit import use_host_hal
 
 
+OTA_PATH = "/xiaozhi/ota/"   # the server's OTA route (xiaozhi-server, stock servers alike)
+
+
 class ProvisionError(Exception):
     pass
+
+
+class NotListening(ProvisionError):
+    """Nothing answers at the server's HTTP port (yet)."""
+
+
+def ota_url(url):
+    """The OTA URL for what a user typed: a bare http://host:port gets the
+    server's OTA path (asked there it answered 404, and the board fell back
+    to its default server without a word); a URL with a path is kept."""
+    u = urllib.parse.urlsplit(url)
+    if u.path in ("", "/"):
+        return urllib.parse.urlunsplit((u.scheme, u.netloc, OTA_PATH, u.query, ""))
+    return url
 
 
 def board_mac(state):
@@ -40,5 +58,25 @@ def credentials(ota_url, device_id, token=None, timeout=5):
     except urllib.error.HTTPError as e:
         raise ProvisionError("the server said HTTP %d to %s (set XIAOZHI_API_TOKEN if it has an API token)"
                              % (e.code, url))
-    except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
+    except urllib.error.URLError as e:
+        raise NotListening("no credentials from %s: %s" % (url, e.reason))
+    except (OSError, ValueError, KeyError) as e:
         raise ProvisionError("no credentials from %s: %s" % (url, e))
+
+
+def credentials_when_up(ota_url, device_id, token=None, wait_s=30, say=print):
+    """credentials(), asked again (1, 2, 4 ... s) while the server's HTTP
+    port does not answer: `make run` opens its WebSocket before its HTTP
+    port, and a board without a login retries a refused MQTT login for ever."""
+    deadline = time.monotonic() + wait_s
+    delay = 1
+    while True:
+        try:
+            return credentials(ota_url, device_id, token)
+        except NotListening as e:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            say("sim: %s; asking again in %d s" % (e, min(delay, left)))
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 8)

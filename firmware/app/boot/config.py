@@ -25,7 +25,13 @@ DEFAULTS = {
     # repeating alarms, and the offline command table (empty: the asset).
     "mqtt": {"url": "", "keepalive": 60, "user": "", "password": ""},
     "timezone_offset_min": 0,
+    # An alarm whose time passed while the board had no power runs at the
+    # next power-on only this late at most; later it is skipped and reported.
+    "alarm_grace_min": 30,
     "commands_path": "",
+    # The child's language: the lines the device says by itself (the voice
+    # menu, assets/prompts/KEY.LANG.opus) are spoken in it.
+    "language": "zh",
 }
 
 

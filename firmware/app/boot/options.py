@@ -3,7 +3,7 @@
 #
 #   micropython firmware/main.py [--state DIR] [--sd DIR] [--speed N]
 #                                [--advance SECONDS] [--config PATH]
-#                                [--json] [--no-console]
+#                                [--json] [--no-console] [--board NAME|FILE]
 #
 # Options matter on the host only (the board has one state: its flash):
 # --state is the simulated board's state directory (NVS, RTC, SD, and
@@ -11,7 +11,9 @@
 # faster than real time, --advance is the time that passed while the board
 # was off (an alarm that fell due meanwhile wakes it), --json prints one
 # JSON event per line on stdout (always on the board: its UART console
-# speaks that line protocol), --no-console leaves stdin alone.
+# speaks that line protocol), --no-console leaves stdin alone, --board is
+# the simulated board's profile (firmware/boards/NAME.json or a file; the
+# board itself has its profile frozen in).
 import sys
 
 import hal
@@ -20,11 +22,11 @@ from app.boot import config as config_mod
 
 def parse_args(argv):
     opts = {"state": "/tmp/xiaozhi-sim", "sd": None, "speed": None, "config": None,
-            "advance": None, "json": sys.platform == "esp32", "console": True}
+            "advance": None, "json": sys.platform == "esp32", "console": True, "board": None}
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--state", "--sd", "--speed", "--config", "--advance") and i + 1 < len(argv):
+        if a in ("--state", "--sd", "--speed", "--config", "--advance", "--board") and i + 1 < len(argv):
             opts[a[2:]] = argv[i + 1]
             i += 2
             continue
@@ -51,6 +53,8 @@ def make_board(opts):
         kw["advance"] = float(opts["advance"])
     if opts["sd"]:
         kw["sd_dir"] = opts["sd"]
+    if opts["board"]:
+        kw["profile"] = opts["board"]
     return hal.board(**kw), cfg
 
 

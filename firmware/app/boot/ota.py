@@ -93,6 +93,10 @@ async def configure(dev, timeout_ms=10000):
             dev.ota_index = k
             break
     if info is None:
+        # Not silent: a wrong OTA URL (a bare http://host:port answers 404)
+        # must not look like the server it names.
+        _log.warn("no OTA answer: the WebSocket stays %s", dev.ws_url)
+        dev.bus.emit("error", message="OTA check failed at %s; using %s" % (dev.cfg["ota_url"], dev.ws_url))
         return
     dev.ws_url = info["url"]
     dev.token = info["token"] or dev.token

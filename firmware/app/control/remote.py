@@ -12,6 +12,7 @@ import mqtt
 import priority
 import proto
 from app.control import control as control_mod
+from app.entry.task import REC_CACHED
 
 try:
     from micropython import const
@@ -31,20 +32,31 @@ def _parse_url(url):
 
 
 class Remote:
+    """Given only what it uses: the mqtt config section, the device id, the
+    gateway (tasks), alarm_table() (loaded when a SET_ALARM comes), the
+    NVS records (the cached command), the chip (the time), the event bus,
+    and the player and device state for the reports."""
 
-    def __init__(self, entry, url):
-        self.entry = entry
-        self.dev = entry.dev
-        self.gateway = entry.gateway
-        m = self.dev.cfg.get("mqtt") or {}
-        dev_id = self.dev.identity.device_id
+    LATE_MAX = const(5)   # kept for the connect: the boot's late ack and four reports
+
+    def __init__(self, m, dev_id, gateway, alarm_table, records, rtc, bus, player, state):
+        self.gateway = gateway
+        self._alarms = alarm_table
+        self.records = records
+        self.rtc = rtc
+        self.bus = bus
+        self.player = player
+        self.state = state
+        # Said before the broker answered, sent at the connect: (req_id, outcome)
+        # acks of cached commands the boot ran, (event, message, fields) reports.
+        self._late = []
         self.control = control_mod.Control(dev_id, self._publish, {
             proto.ACTION_START_APP_TASK: self._start_app_task,
             proto.ACTION_SET_ALARM: self._set_alarm,
             proto.ACTION_UNSET_ALARM: self._unset_alarm,
-        }, entry.rtc, entry.records)
+        }, rtc, records)
         self.control.on_ack = self._acked
-        host, port = _parse_url(url)
+        host, port = _parse_url(m["url"])
         c = mqtt.MQTTClient(host, port, "xz-" + dev_id, on_message=self._on_message,
                             keepalive=m.get("keepalive", 60), user=m.get("user") or None,
                             password=m.get("password") or None, on_oversize=self._on_oversize,
@@ -52,11 +64,15 @@ class Remote:
         for tp in self.control.topics:
             c.subscribe(tp, 1)
         self.mqtt = c
-        self.dev.bus.listen(self._forward)
+        bus.listen(self._forward)
         asyncio.create_task(c.run())
 
+    def ack_late(self, req_id, outcome):
+        """The ack of a cached command the boot ran: sent once connected."""
+        self._late.append((req_id, outcome))
+
     def _acked(self, req_id, action, code, reason, message):
-        self.dev.bus.emit("mqtt", action=action, req_id=req_id, ok=code == proto.ACK_ACCEPTED,
+        self.bus.emit("mqtt", action=action, req_id=req_id, ok=code == proto.ACK_ACCEPTED,
                           code=code, reason=reason, message=message)
 
     async def _publish(self, topic, data, qos=1):
@@ -74,26 +90,31 @@ class Remote:
         asyncio.create_task(self.control.on_oversize(topic, size, bytes(head), RX_PACKET))
 
     async def _on_connect(self):
-        self.dev.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)
+        self.bus.emit("mqtt", action="CONNECT", req_id=None, ok=True)
         await self.report("online")
-        e = self.entry
-        acks, reports, e.late_acks, e.late_reports = e.late_acks, e.late_reports, [], []
-        for rid, out in acks:
-            await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
-                                   out["reason"])
-        for event, message in reports:
-            await self.report(event, message)
+        late, self._late = self._late, []
+        for item in late:
+            if len(item) == 2:
+                rid, out = item
+                await self.control.ack(rid, out["code"], out["message"], proto.ACTION_START_APP_TASK,
+                                       out["reason"])
+            else:
+                await self.report(item[0], item[1], **item[2])
 
-    async def report(self, event, message=None):
-        if self.control is None or self.mqtt is None or not self.mqtt.connected:
+    async def report(self, event, message=None, **fields):
+        if self.mqtt is None or not self.mqtt.connected:
+            # Said at boot before the broker answered (an alarm's lesson that
+            # failed, a missed alarm): kept for the connect, a few at most.
+            if len(self._late) < self.LATE_MAX:
+                self._late.append((event, message, fields))
             return
         g = self.gateway
-        st = self.dev.player.status()
-        await self.control.report(self.dev.state.state, event=event, message=message,
+        st = self.player.status()
+        await self.control.report(self.state.state, event=event, message=message,
                                   active_app_id=g.current["app_id"], active_task_id=g.current["task_id"],
                                   source=g.current["source"],
                                   player={"state": st["state"], "name": st["name"],
-                                          "repeat_left": st["repeat_left"]})
+                                          "repeat_left": st["repeat_left"]}, **fields)
 
     def _forward(self, ev):
         # Device events the parents' app hears about on rpt/state.
@@ -109,32 +130,33 @@ class Remote:
             return proto.ACK_REFUSED, "busy", why
         # Kept until it has run: a power cut or an unreachable server leaves
         # it for the next boot (boot order, rule 1).
-        self.entry.records.put(self.entry.REC_CACHED, {
+        self.records.put(REC_CACHED, {
             "req_id": req["header"]["req_id"], "app_id": p["app_id"], "task_id": p["task_id"],
             "params": p.get("params") or {}})
         out = await self.gateway.start_app_task(p["app_id"], p["task_id"], p.get("params") or {},
                                                 proto.SOURCE_MQTT_IMMEDIATE)
         if out["code"] == proto.ACK_FAILED:
             return out["code"], out["reason"], out["message"] + "; kept for the next boot"
-        self.entry.records.delete(self.entry.REC_CACHED)
+        self.records.delete(REC_CACHED)
         return out["code"], out["reason"], out["message"]
 
     async def _set_alarm(self, req):
         p = req["payload"]
-        why = self.entry.alarms.set(p, self.entry.now())
+        table = self._alarms()
+        why = table.set(p, self.rtc.time())
         if why:
             return proto.ACK_REFUSED, "invalid_alarm", why
-        a = self.entry.alarms.armed() or {}
-        self.dev.bus.emit("alarm", alarm_id=a.get("alarm_id"), at=a.get("at"), what="set")
+        a = table.armed() or {}
+        self.bus.emit("alarm", alarm_id=a.get("alarm_id"), at=a.get("at"), what="set")
         return proto.ACK_ACCEPTED, "stored", "alarm %s stored; next alarm %s at %s" % (
             p["alarm_id"], a.get("alarm_id"), a.get("at"))
 
     async def _unset_alarm(self, req):
         aid = req["payload"]["alarm_id"]
-        if not self.entry.alarms.unset(aid, self.entry.now()):
+        if not self._alarms().unset(aid, self.rtc.time()):
             # Idempotent: a request sent again after a power cut cut off our ack.
             return proto.ACK_ACCEPTED, "already_absent", "alarm %s is not set (already absent)" % aid
-        self.dev.bus.emit("alarm", alarm_id=aid, at=None, what="cleared")
+        self.bus.emit("alarm", alarm_id=aid, at=None, what="cleared")
         return proto.ACK_ACCEPTED, "removed", "alarm %s removed" % aid
 
 

@@ -2,7 +2,7 @@
 # DS3231 alarm 1.
 #
 #   al = Alarms(rtc, store, tz_offset_s, pending_store)   # RecordStores
-#   entry = al.boot(now)     # at boot: the journal rolled forward, the due entry or None
+#   entry = al.boot(now, grace_s)  # at boot: the journal rolled forward, the due entry or None
 #   al.set(payload, now)     -> None or a refusal reason   (payload: mqtt.set_alarm)
 #   al.unset(alarm_id, now)  -> True if it existed (False: it was already absent)
 #   entry = al.fired(now)    # the chip's INT went low: the entry that is due, or None
@@ -26,9 +26,16 @@
 # arms the chip again. A due occurrence counts once: "armed" moves on (or
 # the one-shot leaves the table) before its task runs, so a power cut can
 # lose a lesson but never run it twice or early. Limits: MAX_ALARMS entries.
+#
+# A board whose plug was pulled cannot wake: the chip keeps time on its
+# battery and its flag stays set, and the next power-on finds the
+# occurrence due however late. fired(now, grace_s) runs it only within
+# grace_s of its time; a later one is spent all the same (a one-shot leaves
+# the table, a repeating alarm moves on) and `missed` says so, for the log
+# and the parents' report. An alarm wake is on time by definition: no grace.
 import log
 import proto
-from app.entry.task import task
+from app.entry.task import REC_PENDING, task
 from hal import civil
 
 try:
@@ -43,7 +50,6 @@ HORIZON_S = const(2332800)     # 27 days: no day of the month comes twice within
 REC_ALARMS = "alarms"
 REC_ARMED = "armed"
 REC_JOURNAL = "journal"
-REC_PENDING = "pending"
 
 _log = log.get("alarms")
 
@@ -127,6 +133,7 @@ class Alarms:
         self.tz = tz_offset_s
         rec = store.get(REC_ALARMS)
         self.entries = rec["list"] if isinstance(rec, dict) and isinstance(rec.get("list"), list) else []
+        self.missed = None   # {alarm_id, at, late_s, grace_s}: the last occurrence skipped as too late
 
     def find(self, alarm_id):
         for e in self.entries:
@@ -184,9 +191,10 @@ class Alarms:
         self._commit({"id": alarm_id}, now)
         return True
 
-    def boot(self, now):
+    def boot(self, now, grace_s=None):
         """At boot: roll a leftover journal forward, then treat the time as a
-        wake (a due occurrence is run once, else the chip is armed again)."""
+        wake (a due occurrence is run once, else the chip is armed again;
+        one later than grace_s is skipped: `missed`)."""
         j = self._store.get(REC_JOURNAL)
         if j is not None:
             try:
@@ -195,7 +203,7 @@ class Alarms:
                 _log.info("journal rolled forward: %r", j)
             except (KeyError, TypeError, AttributeError, ValueError) as err:
                 _log.error("unusable journal %r dropped: %r", j, err)
-        e = self.fired(now)
+        e = self.fired(now, grace_s)
         if j is not None:
             self._store.delete(REC_JOURNAL)
         return e
@@ -211,10 +219,12 @@ class Alarms:
             return None
         return e
 
-    def fired(self, now):
+    def fired(self, now, grace_s=None):
         """A wake (INT, or the boot): the entry whose armed time has come, or
-        None when it has not (an intermediate or month-blind early match).
-        The chip is armed for the next time either way."""
+        None when it has not (an intermediate or month-blind early match)
+        or came more than grace_s ago (then `missed` names it). The chip is
+        armed for the next time either way."""
+        self.missed = None
         a = self.armed()
         e = self._armed_entry(a)
         if e is None or a["at"] > now:
@@ -225,6 +235,12 @@ class Alarms:
         else:
             self._store.delete(REC_ARMED)   # this occurrence is spent
             self.derive(max(now, a["at"]))
+        late = now - a["at"]
+        if grace_s is not None and late > grace_s:
+            self.missed = {"alarm_id": e["alarm_id"], "at": a["at"], "late_s": late, "grace_s": grace_s}
+            _log.warn("alarm %s of %d skipped: the board came up %d s late (grace %d s)",
+                      e["alarm_id"], a["at"], late, grace_s)
+            return None
         return e
 
     def derive(self, now):

@@ -3,7 +3,11 @@
 #   1. a cached MQTT immediate command that has not run yet;
 #   2. an alarm whose date has come (checked against the alarm table, not
 #      the chip's flag) with a task that is not chat.conversation: the
-#      alarm's task, source schedule, no chat first;
+#      alarm's task, source schedule, no chat first. After a boot that is
+#      not an alarm wake (the plug was pulled: the chip kept time and its
+#      flag, the board could not wake) only within the grace window
+#      (alarm_grace_min); a later one is skipped, logged, and reported to
+#      the parents (alarm_missed), and the board boots on;
 #   3. an alarm wake with no alarm due (an intermediate wake for a date
 #      the chip cannot express, or a month-blind early match): "not_due",
 #      the board goes back to standby;
@@ -17,8 +21,7 @@ import gc
 import log
 import nvs_store
 import proto
-from app import heap
-from app.entry.task import default_task, is_default, task
+from app.entry.task import REC_CACHED, default_task, is_default, task
 
 
 _NEVER_RUN = (proto.SOURCE_SCHEDULE, proto.SOURCE_DEFAULT_CHAT)
@@ -28,7 +31,7 @@ _log = log.get("entry")
 def boot(entry):
     """(task, why) for this boot, from what the board holds: the chip's
     clock, the alarm table, the cached command, the pending record."""
-    rtc, board = entry.rtc, entry.dev.board
+    rtc, board = entry.rtc, entry.board
     # The chip is the battery-backed clock; after a battery change it
     # starts from the board clock (set from the server's time by OTA).
     if rtc.lost_power():
@@ -39,13 +42,19 @@ def boot(entry):
     # armed from the table again, and only an alarm whose date has come runs.
     due = None
     if _alarms_in_use(board, rtc):
-        fired = entry.alarms.boot(now)
+        table = entry.alarm_table()
+        fired = table.boot(now, None if cause == proto.WAKE_ALARM else entry.alarm_grace_s)
         if fired is not None:
-            entry.dev.bus.emit("alarm", alarm_id=fired["alarm_id"], at=now, what="fired")
-            due = heap.load("app.entry.alarms").task_of(fired)
+            entry.bus.emit("alarm", alarm_id=fired["alarm_id"], at=now, what="fired")
+            from app.entry.alarms import task_of
+            due = task_of(fired)
+        elif table.missed is not None:
+            m = table.missed
+            entry.bus.emit("alarm", alarm_id=m["alarm_id"], at=m["at"], what="missed", late_s=m["late_s"])
+            entry.missed_alarms.append(m)
         entry.drop_alarms()
         gc.collect()   # room for the schema table's longest line (valid() below)
-    t, why = resolve(cause, entry.records.get(entry.REC_CACHED), entry.pending(), due)
+    t, why = resolve(cause, entry.records.get(REC_CACHED), entry.pending(), due)
     _log.info("boot (%s): %s.%s from %s (%s)", cause, t["app_id"], t["task_id"], t["source"], why)
     return t, why
 

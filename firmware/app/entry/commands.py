@@ -10,8 +10,9 @@
 #   ("task", app_id, task_id, params) start this task (source voice)
 #   ("reserved", app_id, task_id)    a slot kept for a later app: "not available yet"
 #   ("unknown", None)                not a phrase of the current step
-# A menu lasts menu_timeout_ms on the board clock, then the device is back
-# in the "main" step; any phrase matched inside a menu also ends it. On the
+# A menu lasts menu_timeout_ms on the board clock (counted again from the
+# end of the device's question: restart_timer), then the device is back in
+# the "main" step; any phrase matched inside a menu also ends it. On the
 # board the detector (ESP-SR MultiNet, behind the HAL) is loaded with the
 # phrases of the current step; on the host phrases are injected.
 #
@@ -64,6 +65,24 @@ class Commands:
 
     def reset(self):
         self.step = MAIN
+
+    def restart_timer(self):
+        """The menu's time starts again (after the device asked its question)."""
+        self._since = self._clock.ticks_ms()
+
+    def choices(self, step):
+        """The phrases a step offers, one per action, in table order (what
+        the device says when the menu opens); reserved slots are not offered."""
+        out, seen = [], []
+        for e in self._steps.get(step, ()):
+            a = e["action"]
+            if a.get("reserved") or "menu" in a:
+                continue
+            k = (a["app_id"], a["task_id"])
+            if k not in seen:
+                seen.append(k)
+                out.append(e["phrase"])
+        return out
 
     def match(self, text):
         want = normalize(text)

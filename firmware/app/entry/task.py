@@ -4,6 +4,12 @@
 # loads no gateway (app/heap.py).
 import proto
 
+# NVS records of tasks (namespace "xiaozhi"): the next alarm's lesson, and an
+# immediate MQTT command kept until it has run (app/control/remote.py writes
+# it; a power cut or an unreachable server leaves it for the next boot).
+REC_PENDING = "pending"
+REC_CACHED = "mqtt_cmd"
+
 
 def task(app_id, task_id, params=None, source=proto.SOURCE_VOICE, alarm_id=None):
     t = {"app_id": app_id, "task_id": task_id, "params": params or {}, "source": source}

@@ -30,6 +30,7 @@
 #if XZ_HAVE_IO
 #include "mod_xzaudio_io.h"
 #include "xz_engine.h"
+#include "xz_speech.h"
 #endif
 
 /* ---- running libopus where the stack is large enough ---- */
@@ -187,6 +188,10 @@ static const mp_rom_map_elem_t xzaudio_globals_table[] = {
     {MP_ROM_QSTR(MP_QSTR_MAX_PACKET), MP_ROM_INT(XZ_OPUS_MAX_PACKET)},
 #if XZ_HAVE_IO
     {MP_ROM_QSTR(MP_QSTR_start), MP_ROM_PTR(&xz_start_obj)},
+    {MP_ROM_QSTR(MP_QSTR_running), MP_ROM_PTR(&xz_running_obj)},
+    {MP_ROM_QSTR(MP_QSTR_MODE_DUPLEX), MP_ROM_INT(XZ_MODE_DUPLEX)},
+    {MP_ROM_QSTR(MP_QSTR_MODE_TDM), MP_ROM_INT(XZ_MODE_TDM)},
+    {MP_ROM_QSTR(MP_QSTR_MODE_SIMPLEX), MP_ROM_INT(XZ_MODE_SIMPLEX)},
     {MP_ROM_QSTR(MP_QSTR_AudioIn), MP_ROM_PTR(&xz_audioin_type)},
     {MP_ROM_QSTR(MP_QSTR_AudioOut), MP_ROM_PTR(&xz_audioout_type)},
     {MP_ROM_QSTR(MP_QSTR_Mp3Player), MP_ROM_PTR(&xz_mp3player_type)},
@@ -197,6 +202,9 @@ static const mp_rom_map_elem_t xzaudio_globals_table[] = {
     {MP_ROM_QSTR(MP_QSTR_IDLE), MP_ROM_INT(XZ_MP3_IDLE)},
     {MP_ROM_QSTR(MP_QSTR_PLAYING), MP_ROM_INT(XZ_MP3_PLAYING)},
     {MP_ROM_QSTR(MP_QSTR_PAUSED), MP_ROM_INT(XZ_MP3_PAUSED)},
+    {MP_ROM_QSTR(MP_QSTR_Speech), MP_ROM_PTR(&xz_speech_type)},
+    {MP_ROM_QSTR(MP_QSTR_WAKE), MP_ROM_INT(XZ_SPEECH_WAKE)},
+    {MP_ROM_QSTR(MP_QSTR_PHRASE), MP_ROM_INT(XZ_SPEECH_PHRASE)},
 #endif
 };
 static MP_DEFINE_CONST_DICT(xzaudio_globals, xzaudio_globals_table);

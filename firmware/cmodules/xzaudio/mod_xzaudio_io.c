@@ -26,33 +26,83 @@ void xz_need_engine(void) {
     }
 }
 
-/* start(mclk=, bclk=, ws=, dout=, din=, rate=): other wiring than the
- * default board; must come before the first audio object. */
+static void need(int ok, const char *what) {
+    if (!ok) mp_raise_msg_varg(&mp_type_ValueError, MP_ERROR_TEXT("xzaudio.start: %s"), what);
+}
+
+/* The set of arguments as a whole: what xz_engine.h's modes can run. */
+static void check_pins(const xz_pins_t *p) {
+    need(p->mode >= XZ_MODE_DUPLEX && p->mode <= XZ_MODE_SIMPLEX, "mode is MODE_DUPLEX, MODE_TDM or MODE_SIMPLEX");
+    need(p->rate == 16000 || p->rate == 24000 || p->rate == 48000, "rate is 16000, 24000 or 48000");
+    need(p->mic_rate == 16000 || p->mic_rate == 24000, "mic_rate is 16000 or 24000 (the mic path makes 16 kHz)");
+    need(p->mode == XZ_MODE_SIMPLEX || p->mic_rate == p->rate,
+         "one controller (MODE_DUPLEX, MODE_TDM) has one rate: mic_rate must equal rate");
+    need(p->bclk >= 0 && p->ws >= 0 && p->dout >= 0 && p->din >= 0, "bclk, ws, dout and din are needed");
+    if (p->mode == XZ_MODE_TDM) {
+        need(p->tdm_slots >= 2 && p->tdm_slots <= XZ_TDM_SLOTS_MAX, "tdm_slots is 2..8");
+        need(p->mic_slot >= 0 && p->mic_slot < p->tdm_slots, "mic_slot is one of the tdm_slots");
+        need(p->ref_slot >= -1 && p->ref_slot < p->tdm_slots && p->ref_slot != p->mic_slot,
+             "ref_slot is -1 or another of the tdm_slots");
+    }
+    if (p->mode == XZ_MODE_SIMPLEX) {
+        need(p->mic_bclk >= 0 && p->mic_ws >= 0, "MODE_SIMPLEX needs mic_bclk and mic_ws");
+    }
+}
+
+/* start(mode=, rate=, mic_rate=, mclk=, bclk=, ws=, dout=, din=, mic_bclk=,
+ * mic_ws=, tdm_slots=, mic_slot=, ref_slot=): the board's wiring (its
+ * profile); must come before the first audio object. Defaults: the
+ * default board, XZ_PINS_DEFAULT. */
 static mp_obj_t xz_start(size_t n_args, const mp_obj_t *pos, mp_map_t *kw) {
-    enum { A_MCLK, A_BCLK, A_WS, A_DOUT, A_DIN, A_RATE };
+    enum { A_MODE, A_RATE, A_MIC_RATE, A_MCLK, A_BCLK, A_WS, A_DOUT, A_DIN, A_MIC_BCLK, A_MIC_WS,
+           A_TDM_SLOTS, A_MIC_SLOT, A_REF_SLOT };
     static const mp_arg_t allowed[] = {
+        {MP_QSTR_mode, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 0}},
+        {MP_QSTR_rate, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 24000}},
+        {MP_QSTR_mic_rate, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 0}},
         {MP_QSTR_mclk, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 38}},
         {MP_QSTR_bclk, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 14}},
         {MP_QSTR_ws, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 13}},
         {MP_QSTR_dout, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 45}},
         {MP_QSTR_din, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 12}},
-        {MP_QSTR_rate, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 24000}},
+        {MP_QSTR_mic_bclk, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = -1}},
+        {MP_QSTR_mic_ws, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = -1}},
+        {MP_QSTR_tdm_slots, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 4}},
+        {MP_QSTR_mic_slot, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = 0}},
+        {MP_QSTR_ref_slot, MP_ARG_KW_ONLY | MP_ARG_INT, {.u_int = -1}},
     };
     mp_arg_val_t a[MP_ARRAY_SIZE(allowed)];
+    xz_pins_t p;
     mp_arg_parse_all(n_args, pos, kw, MP_ARRAY_SIZE(allowed), allowed, a);
     if (engine_up) {
         mp_raise_msg(&mp_type_OSError, MP_ERROR_TEXT("audio engine already running"));
     }
-    pins.mclk = a[A_MCLK].u_int;
-    pins.bclk = a[A_BCLK].u_int;
-    pins.ws = a[A_WS].u_int;
-    pins.dout = a[A_DOUT].u_int;
-    pins.din = a[A_DIN].u_int;
-    pins.rate = (uint32_t)a[A_RATE].u_int;
+    p.mode = a[A_MODE].u_int;
+    p.rate = (uint32_t)a[A_RATE].u_int;
+    p.mic_rate = a[A_MIC_RATE].u_int > 0 ? (uint32_t)a[A_MIC_RATE].u_int : p.rate;
+    p.mclk = a[A_MCLK].u_int;
+    p.bclk = a[A_BCLK].u_int;
+    p.ws = a[A_WS].u_int;
+    p.dout = a[A_DOUT].u_int;
+    p.din = a[A_DIN].u_int;
+    p.mic_bclk = a[A_MIC_BCLK].u_int;
+    p.mic_ws = a[A_MIC_WS].u_int;
+    p.tdm_slots = a[A_TDM_SLOTS].u_int;
+    p.mic_slot = a[A_MIC_SLOT].u_int;
+    p.ref_slot = a[A_REF_SLOT].u_int;
+    check_pins(&p);
+    pins = p;
     xz_need_engine();
     return mp_const_none;
 }
 MP_DEFINE_CONST_FUN_OBJ_KW(xz_start_obj, 0, xz_start);
+
+/* running(): the engine has started (by start(), or by the first audio
+ * object with the default wiring). */
+static mp_obj_t xz_running(void) {
+    return mp_obj_new_bool(engine_up);
+}
+MP_DEFINE_CONST_FUN_OBJ_0(xz_running_obj, xz_running);
 
 static mp_obj_t stats_tuple(void) {
     uint32_t s[4];

@@ -1,13 +1,26 @@
 # Board I2S through the xzaudio C module (firmware/lib/audio.py): the mic
 # yields Opus packets, the speaker takes them; same API as hal.host.audio.
+# start_engine() starts the C engine in the board profile's I2S mode
+# (duplex, TDM from an ES7210, or simplex mic + amplifier) before the
+# first stream is made.
 import time
 
 import asyncio
 
 import audio
+from hal import profile as profiles
 
 FRAME_MS = 60
 _DMA_MS = 240  # what the I2S DMA and decode queue hold ahead of the ear
+_started = []
+
+
+def start_engine(profile):
+    """Start the engine once, wired as the profile says."""
+    if not _started:
+        import xzaudio
+        xzaudio.start(**profiles.engine_args(profile))
+        _started.append(True)
 
 
 class Mic:
@@ -33,24 +46,31 @@ class Mic:
 
 
 class Speaker:
-    def __init__(self, sample_rate=24000, frame_ms=FRAME_MS):
+    # frontend: the board's codecs (lib/codec); when a codec sets the
+    # volume the engine plays at full scale, as stock xiaozhi boards do.
+    def __init__(self, sample_rate=24000, frame_ms=FRAME_MS, frontend=None):
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
         self.volume = 70
+        self._fe = frontend if frontend is not None and frontend.hw_volume else None
         self._out = audio.AudioOut(sample_rate)
-        self._out.set_volume(self.volume)
+        self.set_volume(self.volume)
         self._play_until = time.ticks_ms()
 
     def configure(self, sample_rate, frame_ms=FRAME_MS):
         if sample_rate != self.sample_rate:
             self._out = audio.AudioOut(sample_rate)
-            self._out.set_volume(self.volume)
+            self.set_volume(self.volume)
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
 
     def set_volume(self, volume):
         self.volume = max(0, min(100, int(volume)))
-        self._out.set_volume(self.volume)
+        if self._fe is not None:
+            self._fe.set_volume(self.volume)
+            self._out.set_volume(100)
+        else:
+            self._out.set_volume(self.volume)
 
     def begin_reply(self):
         pass

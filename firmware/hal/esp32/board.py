@@ -1,99 +1,106 @@
-# The Sening ESP32-S3 board: every HAL part built from machine/esp32/network.
-#
-# PINS are the GPIO numbers the board wiring uses; keep them in one place so
-# docs/hardware.md and this table can be compared line by line. None is
-# checked against the Sening schematic yet (docs/hardware.md). The DS3231
-# INT line must sit on an RTC-capable GPIO (0..21 on the S3) to wake the
-# chip from deep sleep.
+# An ESP32-S3 board, built from its board profile (hal/profile.py: the
+# profile frozen into the image by `tools/flash.py --board NAME`, or one
+# given): I2C, the DS3231's INT line, buttons, SD card, the codec chips and
+# amplifier (lib/codec), and the C audio engine in the profile's I2S mode.
+# docs/hardware.md lists each profile's pins and what of them is verified.
+# The DS3231 INT line must sit on an RTC-capable GPIO (0..21 on the S3) to
+# wake the chip from deep sleep; the profile check refuses any other.
 import os
 
-import asyncio
 import esp32
 import machine
 from machine import Pin
 
+import log
+from hal import profile as profiles
 from hal.sdfs import CardFS
 from hal.esp32.clock import Clock
 from hal.esp32.power import Power
+from hal.esp32.voice import Voice
 from hal.esp32.wifi import Wifi
 
-PINS = {
-    "i2c_scl": 2, "i2c_sda": 1, "rtc_int": 3,
-    "sd_clk": 47, "sd_cmd": 48, "sd_d0": 21,
-    "btn_boot": 0, "btn_vol_up": 40, "btn_vol_down": 39,
-}
 SD_MOUNT = "/sd"
+_log = log.get("board")
 
 
-class Voice:
-    """Wake word and command words need the speech engine C module, which
-    this firmware does not contain yet: `available` is False and no event
-    ever arrives."""
+class NoLine:
+    """The DS3231 INT line of a profile that has none (rtc_int null): reads
+    idle and never interrupts; such a board wakes from standby only by reset."""
+    IRQ_FALLING = Pin.IRQ_FALLING
 
-    available = False
+    def value(self):
+        return 1
 
-    def __init__(self):
-        self.enabled = True
-        self._never = asyncio.Event()
-
-    def enable(self, on):
-        self.enabled = bool(on)
-
-    def poll(self):
-        return None
-
-    async def next_event(self):
-        await self._never.wait()
+    def irq(self, handler=None, trigger=0):
+        pass
 
 
 class Esp32Board:
     name = "esp32"
 
-    def __init__(self, pins=None, mount_sd=True):
-        p = dict(PINS)
-        p.update(pins or {})
-        self.pins = p
+    def __init__(self, profile=None, mount_sd=True):
+        p = profiles.validate(profile) if profile is not None else profiles.frozen()
+        self.profile = p
+        self.board_name = p["name"]
         self.clock = Clock()
-        self.i2c = machine.I2C(0, scl=Pin(p["i2c_scl"]), sda=Pin(p["i2c_sda"]), freq=400000)
+        i2c = p["i2c"]
+        self.i2c = machine.I2C(0, scl=Pin(i2c["scl"]), sda=Pin(i2c["sda"]), freq=i2c["freq"])
         # open drain, active low, pulled up: idle 1, alarm 0
-        self.rtc_int = Pin(p["rtc_int"], Pin.IN, Pin.PULL_UP)
-        self.buttons = {
-            "boot": Pin(p["btn_boot"], Pin.IN, Pin.PULL_UP),
-            "vol_up": Pin(p["btn_vol_up"], Pin.IN, Pin.PULL_UP),
-            "vol_down": Pin(p["btn_vol_down"], Pin.IN, Pin.PULL_UP),
-        }
+        self.rtc_int = Pin(p["rtc_int"], Pin.IN, Pin.PULL_UP) if p["rtc_int"] is not None else NoLine()
+        self.buttons = {}
+        for name, gpio in p["buttons"].items():
+            if gpio is not None:
+                self.buttons[name] = Pin(gpio, Pin.IN, Pin.PULL_UP)
         self.sd = CardFS(SD_MOUNT)
-        if mount_sd:
-            self._mount_sd()
+        if mount_sd and p["sd"] is not None:
+            self._mount_sd(p["sd"])
         self.wifi = Wifi()
-        self.power = Power(self.rtc_int, self._before_sleep)
+        self.power = Power(self.rtc_int if p["rtc_int"] is not None else None, self._before_sleep)
         self.voice = Voice()
+        from codec import Frontend
+        self.frontend = Frontend(self.i2c, p, "I2C0 (SDA GPIO%d, SCL GPIO%d)" % (i2c["sda"], i2c["scl"]),
+                                 lambda gpio: Pin(gpio, Pin.OUT))
+        self._open_codecs()
         self._mic = self._speaker = None
 
-    def _mount_sd(self):
+    def _open_codecs(self):
+        """Codec bring-up at boot: a chip that does not answer stops the boot
+        with one line naming chip, address and bus (not a silent board)."""
+        try:
+            self.frontend.open()
+        except OSError as e:
+            _log.error("codec: %s (board profile %s)", e, self.board_name)
+            raise
+        _log.info("codec: %s front end up", self.board_name)
+
+    def _mount_sd(self, sd):
         try:
             os.stat(SD_MOUNT)
             return  # already mounted (soft reset)
         except OSError:
             pass
-        p = self.pins
-        card = machine.SDCard(slot=1, width=1, sck=Pin(p["sd_clk"]),
-                              cmd=Pin(p["sd_cmd"]), data=(Pin(p["sd_d0"]),))
+        data = [Pin(sd["d0"])]
+        if sd["width"] == 4:
+            data += [Pin(sd["d1"]), Pin(sd["d2"]), Pin(sd["d3"])]
+        card = machine.SDCard(slot=1, width=sd["width"], sck=Pin(sd["clk"]),
+                              cmd=Pin(sd["cmd"]), data=tuple(data))
         os.mount(card, SD_MOUNT)
 
     # Audio objects start the C engine: build them only when first used.
     @property
     def mic(self):
         if self._mic is None:
-            from hal.esp32.audio import Mic
+            from hal.esp32.audio import Mic, start_engine
+            start_engine(self.profile)
             self._mic = Mic()
         return self._mic
 
     @property
     def speaker(self):
         if self._speaker is None:
-            from hal.esp32.audio import Speaker
-            self._speaker = Speaker()
+            from hal.esp32.audio import Speaker, start_engine
+            start_engine(self.profile)
+            self._speaker = Speaker(frontend=self.frontend)
         return self._speaker
 
     def nvs(self, namespace):
@@ -106,6 +113,7 @@ class Esp32Board:
         if self._mic is not None:
             self._mic.stop()
         self.voice.enable(False)
+        self.frontend.power_down()   # amplifier off, codecs to their lowest power
         self.wifi.disconnect()
 
     def start(self):

@@ -34,7 +34,8 @@ class Power:
         """Deep sleep until the RTC alarm pulls INT low. Does not return."""
         if self._before_sleep is not None:
             self._before_sleep(cause)
-        esp32.wake_on_ext0(pin=self._int, level=esp32.WAKEUP_ALL_LOW)
+        if self._int is not None:  # a board without the INT wire sleeps until reset
+            esp32.wake_on_ext0(pin=self._int, level=esp32.WAKEUP_ALL_LOW)
         machine.deepsleep()
 
     def reset(self):

@@ -19,7 +19,10 @@
 import os
 
 import audio
+import log
 from hal.host import fs, opus, wav
+
+_log = log.get("audio")
 
 FRAME_MS = 60
 _SPEAKER_LEAD_MS = 240  # what the I2S DMA buffers ahead before write blocks
@@ -35,8 +38,14 @@ def _listdir(path):
 
 
 class HostMic:
-    def __init__(self, clock, sample_rate=16000, frame_ms=FRAME_MS):
+    # path: the board's front end (hal/host/frontend.py); while its
+    # mic_fault() names a reason, what reaches the mic is lost, as sound
+    # is while a codec's ADC is down.
+    def __init__(self, clock, sample_rate=16000, frame_ms=FRAME_MS, path=None):
         self._clock = clock
+        self._path = path
+        self.lost = 0        # frames that arrived while the mic path was off
+        self._said = None
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
         self._queue = []
@@ -81,6 +90,14 @@ class HostMic:
         if not self._queue:
             return 0
         frame = self._queue.pop(0)
+        why = self._path.mic_fault() if self._path is not None else None
+        if why != self._said:
+            self._said = why
+            if why:
+                _log.warn("mic: silent: %s", why)
+        if why:
+            self.lost += 1
+            return 0
         n = len(frame)
         if n > len(buf):
             raise ValueError("Opus frame of %d bytes > buffer %d" % (n, len(buf)))
@@ -89,11 +106,17 @@ class HostMic:
 
 
 class HostSpeaker:
+    # path: the board's front end; while its speaker_fault() names a
+    # reason, frames are paced but not heard (counted in `unheard`, no reply
+    # file), and the level follows the DAC's volume register.
     # Frames go to STATE/speaker/reply_NNNN/ as they arrive, not into a list:
     # a reply of several seconds would not fit the unix port's 256 KB heap
     # next to the app. `replies` reads them back (tests only).
-    def __init__(self, clock, out_dir, sample_rate=24000, frame_ms=FRAME_MS):
+    def __init__(self, clock, out_dir, sample_rate=24000, frame_ms=FRAME_MS, path=None):
         self._clock = clock
+        self._path = path
+        self.unheard = 0
+        self._said = None
         self.out_dir = out_dir
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
@@ -120,7 +143,7 @@ class HostSpeaker:
         except ValueError:  # a rate the engine cannot play: the frames are still kept
             self._c = None
             return
-        self._c.set_volume(self.volume)
+        self._c.set_volume(self._soft_volume())
 
     @property
     def replies(self):
@@ -137,7 +160,16 @@ class HostSpeaker:
     def set_volume(self, volume):
         self.volume = max(0, min(100, int(volume)))
         if self._c is not None:
-            self._c.set_volume(self.volume)
+            self._c.set_volume(self._soft_volume())
+        if self._hw_volume():
+            self._path.set_volume(self.volume)
+
+    def _hw_volume(self):
+        return self._path is not None and self._path.hw_volume
+
+    def _soft_volume(self):
+        """The engine's own scaling: full scale when a codec sets the volume."""
+        return 100 if self._hw_volume() else self.volume
 
     def begin_reply(self):
         if self._open:
@@ -156,6 +188,15 @@ class HostSpeaker:
         ahead = self._play_until - now
         if ahead > _SPEAKER_LEAD_MS:
             await self._clock.sleep_ms(ahead - _SPEAKER_LEAD_MS)
+        why = self._path.speaker_fault() if self._path is not None else None
+        if why != self._said:
+            self._said = why
+            if why:
+                _log.warn("speaker: silent: %s", why)
+        if why:
+            self.unheard += 1
+            self._play_until += self.frame_ms
+            return
         if self._base is None:
             self._count += 1
             self._base = fs.join(self.out_dir, "reply_%04d" % self._count)
@@ -189,7 +230,8 @@ class HostSpeaker:
             except Exception:  # a corrupt frame plays as silence, as on the board
                 self.bad_frames += 1
                 parts.append(silence)
-        pcm = _scale(b"".join(parts), self.volume)
+        level = self._path.speaker_percent() if self._hw_volume() else self.volume
+        pcm = _scale(b"".join(parts), level)
         path = base + ".wav"
         wav.write(path, self.sample_rate, pcm)
         return path

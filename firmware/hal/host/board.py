@@ -1,6 +1,9 @@
-# The simulated Sening board: every part of the HAL over one state directory.
+# The simulated board: every part of the HAL over one state directory,
+# wired as a board profile says (firmware/boards/<name>.json; default the
+# Sening profile).
 #
 #   b = board("/tmp/dev1", advance=120)     # 120 s passed while it was off
+#   b = board("/tmp/dev2", profile="firmware/boards/esp32-s3-box-3.json")
 #   b.wake_cause()  ->  "alarm" | "power_on" | "reset" | "button"
 #
 # State directory (kept between runs, like the board's flash and battery):
@@ -16,7 +19,8 @@ import json
 
 import asyncio
 
-from hal import errors
+import log
+from hal import errors, profile as profiles
 from hal.sdfs import CardFS
 from hal.host import fs
 from hal.host.clock import HostClock, host_time
@@ -27,9 +31,32 @@ from hal.host.pins import Button, RtcIntPin
 from hal.host.power import HostPower, read_record, resolve_wake_cause
 from hal.host.wifi import HostWifi
 from hal.host.audio import HostMic, HostSpeaker
+from hal.host.frontend import HostFrontend
 from hal.host.voice import HostVoice
 
 BUTTONS = ("boot", "vol_up", "vol_down")
+DEFAULT_PROFILE = "sening"
+_log = log.get("board")
+
+
+def profile_path(name):
+    """firmware/boards/<name>.json of this firmware tree: next to the hal
+    package when it runs from source, else under the working folder (a
+    frozen build's modules have no folder of their own)."""
+    f = getattr(profiles, "__file__", "") or ""
+    if f.endswith("hal/profile.py"):
+        path = "%sboards/%s.json" % (f[:-len("hal/profile.py")], name)
+        if fs.exists(path):
+            return path
+    return "firmware/boards/%s.json" % name
+
+
+def _profile(p):
+    if p is None:
+        p = profile_path(DEFAULT_PROFILE)
+    if isinstance(p, str):
+        return profiles.load(p if p.endswith(".json") else profile_path(p))
+    return profiles.validate(p)
 
 
 class HostBoard:
@@ -39,7 +66,10 @@ class HostBoard:
     mp3_on_clock = True
 
     def __init__(self, state_dir, sd_dir=None, advance=0, speed=1, wake=None,
-                 exit_fn=None, nvs_size=DEFAULT_SIZE, wifi_reachable=True):
+                 exit_fn=None, nvs_size=DEFAULT_SIZE, wifi_reachable=True,
+                 profile=None, hardware=None):
+        self.profile = _profile(profile)
+        self.board_name = self.profile["name"]
         fs.makedirs(state_dir)
         self.state_dir = state_dir
         self._world_path = fs.join(state_dir, "world.json")
@@ -63,6 +93,8 @@ class HostBoard:
         self.i2c = I2CBus()
         self.i2c.attach(RTC_ADDR, self.rtc_model)
         self.rtc_int = RtcIntPin(self.rtc_model)
+        self.frontend = HostFrontend(self.i2c, self.profile,
+                                     _profile(hardware) if hardware is not None else None)
         self.clock.on_warp(self.rtc_model.update)
 
         self.nvs_flash = NVSFlash(fs.join(state_dir, "nvs.json"), nvs_size)
@@ -72,8 +104,8 @@ class HostBoard:
         for n in BUTTONS:
             self.buttons[n] = Button(n)
         self.wifi = HostWifi(state_dir, self.clock, wifi_reachable)
-        self.mic = HostMic(self.clock)
-        self.speaker = HostSpeaker(self.clock, fs.join(state_dir, "speaker"))
+        self.mic = HostMic(self.clock, path=self.frontend)
+        self.speaker = HostSpeaker(self.clock, fs.join(state_dir, "speaker"), path=self.frontend)
         self.voice = HostVoice()
 
         record = read_record(state_dir)
@@ -81,10 +113,27 @@ class HostBoard:
         fs.remove_if_exists(fs.join(state_dir, "power.json"))
         fs.write_atomic(fs.join(state_dir, "boot.json"), json.dumps(
             {"wake_cause": cause, "previous": record, "wall": boot_wall}).encode())
-        self.power = HostPower(state_dir, self.clock, cause, self.save_state, exit_fn)
+        self.power = HostPower(state_dir, self.clock, cause, self.save_state, exit_fn,
+                               before_sleep=self._before_sleep)
         self.rtc_model.on_write = self.save_state  # battery-backed: survives a power cut
         self.save_state()
+        self._open_codecs()
         self._ticker = None
+
+    def _open_codecs(self):
+        """Codec bring-up at boot, as on the board: a chip that does not
+        answer stops the boot with one line naming chip, address and bus."""
+        try:
+            self.frontend.open()
+        except OSError as e:
+            _log.error("codec: %s (board profile %s)", e, self.board_name)
+            raise
+        self.speaker.set_volume(self.speaker.volume)
+        _log.info("codec: %s front end up (%s I2S, speaker %d Hz, mic %d Hz)", self.board_name,
+                  self.frontend.mode, self.frontend.rate, self.frontend.mic_rate)
+
+    def _before_sleep(self, cause):
+        self.frontend.power_down()
 
     def nvs(self, namespace):
         """An esp32.NVS-like handle on one namespace."""

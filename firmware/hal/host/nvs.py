@@ -13,12 +13,18 @@
 # Only commit() is durable (the documented contract); `durable_on_set=True`
 # models today's IDF where every set reaches flash at once.
 #
+# A partition that does not read back (garbage, a truncated file, a document
+# of the wrong shape) is what MicroPython's esp32 boot does with one that
+# nvs_flash_init() refuses (ports/esp32/main.c): erased, with a log line, and
+# the board boots on defaults. `erased` says it happened.
+#
 # Power cuts: die_after(n) lets n more writes (set, erase, commit) through
 # and cuts the power at the next one: PowerCut is raised, nothing more is
 # stored, the file keeps its last durable state.
 import json
 import binascii
 
+import log
 from hal import errors
 from hal.host import fs
 
@@ -56,20 +62,36 @@ class NVSFlash:
         self.durable_on_set = durable_on_set
         self.capacity = (size // PAGE - 1) * ENTRIES_PER_PAGE
         self.max_blob = min(508000, int((size - 4000) * 0.976))
-        self._live = self._load()
         self._writes_left = None
         self.dead = False
         self.writes = 0  # every set/erase/commit so far (for power-cut tests)
+        self.erased = False
+        try:
+            self._live = self._load()
+        except Exception as e:  # any garbage at all: the board must still boot
+            log.get("nvs").error("NVS partition does not read back (%r): erased, booting on defaults", e)
+            self._live = {}
+            self._save()
+            self.erased = True
 
     def _load(self):
         if not fs.exists(self.path):
             return {}
-        doc = json.loads(fs.read_bytes(self.path))
+        doc = json.loads(fs.read_bytes(self.path).decode())
         live = {}
         for ns, keys in doc.items():
+            _check_name(ns)
             d = live[ns] = {}
             for k, (kind, v) in keys.items():
-                d[k] = (kind, v if kind == "i" else binascii.unhexlify(v))
+                _check_name(k)
+                if kind == "i":
+                    if not isinstance(v, int):
+                        raise ValueError("i32 %s.%s is not a number" % (ns, k))
+                    d[k] = (kind, v)
+                elif kind == "b":
+                    d[k] = (kind, binascii.unhexlify(v))
+                else:
+                    raise ValueError("entry %s.%s of unknown type" % (ns, k))
         return live
 
     def _save(self):

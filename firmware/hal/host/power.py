@@ -33,7 +33,8 @@ def resolve_wake_cause(record, rtc_int_low, forced=None):
 
 
 class HostPower:
-    def __init__(self, state_dir, clock, wake_cause, save, exit_fn=None):
+    def __init__(self, state_dir, clock, wake_cause, save, exit_fn=None, before_sleep=None):
+        self._before_sleep = before_sleep  # codecs and amplifier off, as on the board
         self._state_dir = state_dir
         self._clock = clock
         self._wake_cause = wake_cause
@@ -52,6 +53,8 @@ class HostPower:
 
     def standby(self, cause="power_off"):
         """Soft power-off: only the RTC alarm (INT low) wakes the board."""
+        if self._before_sleep is not None:
+            self._before_sleep(cause)
         self._record({"event": "standby", "cause": cause, "wake_on": "rtc"})
         self._exit(0)
 

@@ -58,7 +58,8 @@ MAX_WAITERS = 1000
 RESEND_AFTER_S = 2.0
 # ...and starts at most one re-send round per device in this long.
 RESEND_INTERVAL_S = 30.0
-# Live schedules per device: the board keeps at most 8 alarms (firmware/app/alarms.py MAX_ALARMS).
+ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
+# Live schedules per device: the board keeps at most 8 alarms (firmware/app/entry/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
 # The dispatcher looks for due deliveries this often (sooner when woken), taking this many at a time.
 DISPATCH_EVERY_S = 0.5
@@ -376,6 +377,15 @@ class ControlPlane:
             log.warning("ignored state report from %s: %s", device_id, err)
             return
         await self.store.save_state(device_id, msg)
+        if msg.get("event") == ALARM_MISSED and "alarm" in msg:
+            # The parents see it with the schedule (GET .../schedules), not only
+            # in the last report, which the board's next one replaces.
+            miss = dict(msg["alarm"], reported_at=msg.get("timestamp"), message=msg.get("message"))
+            if not await self.store.record_miss(device_id, msg["alarm"]["alarm_id"], miss):
+                log.info("missed alarm %s reported by %s is not a schedule here", msg["alarm"]["alarm_id"], device_id)
+            else:
+                log.warning("device %s missed alarm %s (%d s late)", device_id, msg["alarm"]["alarm_id"],
+                            msg["alarm"]["late_s"])
         # A device that reports is online: whatever it never acked goes again,
         # once per interval however often it reports and however many nodes read it.
         if await self.store.claim_resend_round(device_id, RESEND_INTERVAL_S):

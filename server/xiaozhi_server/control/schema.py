@@ -148,10 +148,20 @@ CREATE INDEX schedules_due ON schedules (due_at);
 ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
+
+
+def _add_missed(db):
+    # SQLite files of the release before migrations may have it already
+    # (that release added columns on open).
+    if "missed" not in db.table_columns("schedules"):
+        db.execute("ALTER TABLE schedules ADD COLUMN missed TEXT")
+
+
 MIGRATIONS = (
     Migration(1, "the first release's tables", _first_sqlite, _FIRST_TABLES),
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
     Migration(3, "nodes, device routes, the shared secret, schedule deliveries", _FLEET, _FLEET),
+    Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -68,6 +68,8 @@ def _schedule(row):
     d.update(pending_task=json.loads(row["pending_task"]), created_at=row["created_at"],
              updated_at=row["updated_at"], state=row["state"], last_req_id=row["last_req_id"],
              revision=row["revision"])
+    if row["missed"]:
+        d["missed"] = json.loads(row["missed"])   # the last occurrence the board skipped
     return d
 
 
@@ -209,6 +211,16 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords):
         if not include_deleted:
             sql += " AND state != 'deleted'"
         return [_schedule(r) for r in self._db.execute(sql + " ORDER BY created_at, alarm_id", (device_id,))]
+
+    async def record_miss(self, device_id, alarm_id, miss):
+        """The board skipped an occurrence (it came up after the grace
+        window): kept with the schedule, the last one. False when there is
+        no such schedule."""
+        return await self._run(self._record_miss, device_id, alarm_id, miss)
+
+    def _record_miss(self, device_id, alarm_id, miss):
+        return self._db.execute("UPDATE schedules SET missed=?, updated_at=? WHERE device_id=? AND alarm_id=?",
+                                (json.dumps(miss), time.time(), device_id, alarm_id)).rowcount > 0
 
     async def set_schedule_state(self, device_id, alarm_id, state, last_req_id=None, only_if_req=None):
         """Change a schedule's state (and its last request). With only_if_req,

@@ -336,9 +336,6 @@ class ServerProcesses:
                         "inputSchema": tool.input_schema, "server": server.name})
         return out
 
-    def has_tool(self, name: str) -> bool:
-        return name in self._by_tool
-
     async def call(self, name: str, arguments: dict | None = None,
                    timeout: float | None = None) -> tuple[str, bool]:
         """(text, is_error) of one tool call; never raises for a failure."""

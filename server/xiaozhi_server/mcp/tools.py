@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any, Awaitable, Callable, Collection, Iterable
 
-from ..providers.lang import is_han
+from ..text.lang import is_han
 
 log = logging.getLogger(__name__)
 

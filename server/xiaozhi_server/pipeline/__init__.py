@@ -1,1 +1,1 @@
-"""Voice pipeline stages: Opus codec, end-of-turn detection, resampling, sentence segmentation, paced sending."""
+"""The voice chain, inbound to reply: Opus, VAD, end of turn, ASR (listener), the chat LLM (dialogue), sentences, TTS, Opus, paced frames (speaker)."""

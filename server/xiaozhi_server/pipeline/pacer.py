@@ -3,32 +3,22 @@
 The device's decode queue holds 40 frames and drops overflow, and it
 plays only what has arrived, so frames go out at the rate they play, at
 most `lead_frames` (default 3) ahead of the play head. Frame n of a reply
-plays at `start + n * frame`, where `start` is when frame 0 went out
-(rounded up to the next tick, below); it may leave no earlier than
-`lead_frames` frames before that. If the producer falls behind (the
-device ran dry), the timeline is re-anchored at the late frame rather
-than letting the pacer burst to catch up.
+plays at `start + n * frame`; if the producer falls behind (the device
+ran dry), the timeline is re-anchored at the late frame rather than
+bursting to catch up.
 
 `drain()` waits until the last frame has had time to play, so `tts stop`
 is not sent while the end of the reply is still in the device's queue.
-`cancel()` (barge-in) wakes every wait at once; `send` then returns False
-without sending until `reset()` starts the next reply.
+`cancel()` (barge-in) wakes every wait at once; `send` then returns False.
 
-Figures, per reply: `frames`, `underruns`, `max_late` (seconds a frame
-left after its scheduled time; from a busy loop or a slow `send`),
-`max_ahead` (how long before its play time a frame left, never more than
-lead_frames * frame). With `record=True`, `records` keeps
-(sent_at, ahead, late) for every frame. `clock` and `sleep` can be
-replaced by a virtual clock in tests and benchmarks.
+Per reply it counts `frames`, `underruns`, `max_late` and `max_ahead`;
+with `record=True`, `records` keeps (sent_at, ahead, late) per frame.
+`clock` and `sleep` can be replaced by a virtual clock.
 
 Every pacer of a process waits on one shared timer (`FrameTicks`): a
-reply's timeline starts on a `GRID` (20 ms) tick, and as a frame lasts
-three ticks, every frame of every reply falls due on a tick. One timer
-then wakes all the replies due at that tick in one pass of the event
-loop, instead of one timer (and one pass) per frame per session, about
-1 700 a second at 100 sessions. A timeline starts on the next tick, never
-an earlier one, so no frame leaves more than `lead_frames` ahead of play;
-the first `lead_frames` frames still leave at once.
+reply's timeline starts on the next `GRID` (20 ms) tick, a frame lasts
+three ticks, and one timer wakes all the replies due at a tick in one
+pass of the event loop (docs/server.md, One turn, step 5).
 """
 import asyncio
 import heapq

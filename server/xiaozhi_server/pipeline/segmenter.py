@@ -13,7 +13,7 @@ word before it is not an abbreviation ("Mr.", "e.g.") or an initial
 end mark decides, a sentence is emitted when the next delta arrives (or at
 `flush()`), which costs one token of delay at most.
 """
-from ..providers.lang import is_han
+from ..text.lang import is_han
 
 
 HARD_ENDS = "。！？!?；;…\n"

@@ -21,11 +21,11 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from .. import protocol as proto
-from ..providers.workers import run_downstream
+from ..pools import run_downstream
 from .emotion import strip_emoji
 from .opus import OpusEncoder
 from .pacer import Pacer
-from .resample import DEVICE_RATE, Resampler
+from ..audio.resample import DEVICE_RATE, Resampler
 
 if TYPE_CHECKING:
     from ..providers.base import TtsLike

@@ -7,7 +7,7 @@ inside the utterance). This class's default 300 ms silence lets most
 pauses between words and at commas (typically 100-250 ms) pass; the
 listener uses a shorter one (`vad.silence_ms`, 160 ms) because its end of
 turn is only speculative and the words join again if the child goes on
-(session/listener.py). `pre_roll_ms` of audio
+(pipeline/listener.py). `pre_roll_ms` of audio
 before the detected start is kept, because the VAD fires a little after
 the first syllable begins. An utterance longer than `max_utterance_s` is
 ended anyway.
@@ -144,9 +144,3 @@ class EndOfTurnDetector:
         self.speaking = False
         self._run = self._quiet = self._windows = 0
         return TurnEvent("end", self._at_ms(), audio, forced)
-
-    def end_now(self) -> TurnEvent | None:
-        """End the turn at once (push-to-talk release): the utterance so far, or None."""
-        if not self.speaking:
-            return None
-        return self._finish(True)

@@ -22,7 +22,7 @@ default wait.
 """
 from __future__ import annotations
 
-from ..providers.lang import has_han
+from ..text.lang import has_han
 
 QUESTION, UNFINISHED, OTHER = "question", "unfinished", "other"
 

@@ -100,8 +100,13 @@ def _format_error(fmt, v):
                 return "may hold only a-z, 0-9 and _"
         return None
     if fmt == "sd_name":
-        if v[:1] == "." or "/" in v or "\\" in v or ":" in v:
-            return "must be a plain file name from the card, not a path"
+        # A name as the card's listing gives it: "lesson.mp3" or
+        # "unit1/lesson.mp3"; nothing that could leave the card's root.
+        if "\\" in v or ":" in v:
+            return "must be a file name from the card's listing, not a path out of it"
+        for part in v.split("/"):
+            if not part or part[:1] == ".":
+                return "must be a file name from the card's listing, not a path out of it"
         for c in v:
             if c < " ":
                 return "must not hold control characters"
@@ -627,21 +632,103 @@ BIN_V3_FORMAT = '>BBH'
 BIN_V3_SIZE = const(4)
 DEFAULT_APP_ID = 'chat'
 DEFAULT_TASK_ID = 'conversation'
-DEVICE_STATES = ('unknown', 'starting', 'wifi_configuring', 'idle', 'connecting', 'listening', 'speaking', 'upgrading', 'activating', 'audio_testing', 'fatal_error')
-DEVICE_TOOL_NAMES = ('self.get_device_status', 'self.audio_speaker.set_volume', 'self.mp3.play', 'self.mp3.stop', 'self.mp3.get_list', 'self.mp3.get_status', 'self.power_off')
-DEVICE_TRANSITIONS = {'unknown': ['starting'], 'starting': ['idle', 'wifi_configuring', 'activating', 'fatal_error'], 'wifi_configuring': ['idle', 'activating', 'starting', 'audio_testing'], 'audio_testing': ['wifi_configuring', 'idle'], 'activating': ['idle', 'upgrading', 'wifi_configuring'], 'upgrading': ['idle', 'fatal_error'], 'idle': ['connecting', 'listening', 'speaking', 'activating', 'upgrading', 'wifi_configuring'], 'connecting': ['idle', 'listening'], 'listening': ['speaking', 'idle'], 'speaking': ['listening', 'idle'], 'fatal_error': []}
+DEVICE_STATES = (
+    'unknown',
+    'starting',
+    'wifi_configuring',
+    'idle',
+    'connecting',
+    'listening',
+    'speaking',
+    'upgrading',
+    'activating',
+    'audio_testing',
+    'fatal_error',
+)
+DEVICE_TOOL_NAMES = (
+    'self.get_device_status',
+    'self.audio_speaker.set_volume',
+    'self.mp3.play',
+    'self.mp3.stop',
+    'self.mp3.get_list',
+    'self.mp3.get_status',
+    'self.power_off',
+)
+DEVICE_TRANSITIONS = {
+    'unknown': ['starting'],
+    'starting': ['idle', 'wifi_configuring', 'activating', 'fatal_error'],
+    'wifi_configuring': ['idle', 'activating', 'starting', 'audio_testing'],
+    'audio_testing': ['wifi_configuring', 'idle'],
+    'activating': ['idle', 'upgrading', 'wifi_configuring'],
+    'upgrading': ['idle', 'fatal_error'],
+    'idle': ['connecting', 'listening', 'speaking', 'activating', 'upgrading', 'wifi_configuring'],
+    'connecting': ['idle', 'listening'],
+    'listening': ['speaking', 'idle'],
+    'speaking': ['listening', 'idle'],
+    'fatal_error': [],
+}
 DOWN = 'down'
 DOWNSTREAM_SAMPLE_RATE = const(24000)
 DUPLICATE_WINDOW_MS = const(15000)
-EMOTIONS = ('neutral', 'happy', 'laughing', 'funny', 'sad', 'angry', 'crying', 'loving', 'embarrassed', 'surprised', 'shocked', 'thinking', 'winking', 'cool', 'relaxed', 'delicious', 'kissy', 'confident', 'sleepy', 'silly', 'confused')
+EMOTIONS = (
+    'neutral',
+    'happy',
+    'laughing',
+    'funny',
+    'sad',
+    'angry',
+    'crying',
+    'loving',
+    'embarrassed',
+    'surprised',
+    'shocked',
+    'thinking',
+    'winking',
+    'cool',
+    'relaxed',
+    'delicious',
+    'kissy',
+    'confident',
+    'sleepy',
+    'silly',
+    'confused',
+)
 FRAME_DURATION_MS = const(60)
 FRAME_JSON = const(1)
 FRAME_OPUS = const(0)
 FRAME_TYPES = (0, 1)
-HELLO_DEFAULTS = {'version': 1, 'transport': 'websocket', 'audio_params': {'format': 'opus', 'sample_rate': 16000, 'channels': 1, 'frame_duration': 60}}
+HELLO_DEFAULTS = {
+    'version': 1,
+    'transport': 'websocket',
+    'audio_params': {'format': 'opus', 'sample_rate': 16000, 'channels': 1, 'frame_duration': 60},
+}
 HELLO_TIMEOUT_MS = const(10000)
 INTERACTION_MODES = ('CHAT', 'PLAY_AUDIO', 'TRANSLATION')
-KEYWORDS = ('type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'uniqueItems', 'minimum', 'maximum', 'minLength', 'maxLength', 'format', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', '$ref')
+KEYWORDS = (
+    'type',
+    'enum',
+    'const',
+    'properties',
+    'required',
+    'additionalProperties',
+    'items',
+    'minItems',
+    'maxItems',
+    'uniqueItems',
+    'minimum',
+    'maximum',
+    'minLength',
+    'maxLength',
+    'format',
+    'allOf',
+    'anyOf',
+    'oneOf',
+    'not',
+    'if',
+    'then',
+    'else',
+    '$ref',
+)
 LISTEN_DETECT = 'detect'
 LISTEN_MODES = ('auto', 'manual', 'realtime')
 LISTEN_MODE_AUTO = 'auto'
@@ -666,9 +753,19 @@ RPC_INTERNAL_ERROR = const(-32603)
 RPC_INVALID_PARAMS = const(-32602)
 RPC_INVALID_REQUEST = const(-32600)
 RPC_METHOD_NOT_FOUND = const(-32601)
-RPC_PARAMS_SCHEMA = {'initialize': 'jsonrpc.initialize_params', 'tools/list': 'jsonrpc.tools_list_params', 'tools/call': 'jsonrpc.tools_call_params', 'app/start_task': 'jsonrpc.app_start_task_params'}
+RPC_PARAMS_SCHEMA = {
+    'initialize': 'jsonrpc.initialize_params',
+    'tools/list': 'jsonrpc.tools_list_params',
+    'tools/call': 'jsonrpc.tools_call_params',
+    'app/start_task': 'jsonrpc.app_start_task_params',
+}
 RPC_PARSE_ERROR = const(-32700)
-RPC_RESULT_SCHEMA = {'initialize': 'jsonrpc.initialize_result', 'tools/list': 'jsonrpc.tools_list_result', 'tools/call': 'jsonrpc.tools_call_result', 'app/start_task': 'jsonrpc.app_start_task_result'}
+RPC_RESULT_SCHEMA = {
+    'initialize': 'jsonrpc.initialize_result',
+    'tools/list': 'jsonrpc.tools_list_result',
+    'tools/call': 'jsonrpc.tools_call_result',
+    'app/start_task': 'jsonrpc.app_start_task_result',
+}
 RPC_TASK_REFUSED = const(-32001)
 RPC_TOOL_TIMEOUT = const(-32003)
 RPC_UNKNOWN_TASK = const(-32002)
@@ -720,9 +817,20 @@ WS_MESSAGE_TYPES = ('abort', 'alert', 'goodbye', 'hello', 'iot', 'listen', 'llm'
 
 # ---- schemas (checks only; descriptions live in the sources) ----
 SCHEMAS = {
-    'common.audio_params': '{"type":"object","required":["format","sample_rate","channels","frame_duration"],"properties":{"format":{"const":"opus"},"sample_rate":{"enum":[8000,12000,16000,24000,48000]},"channels":{"const":1},"frame_duration":{"enum":[20,40,60,120]}}}',
-    'common.device_state': '{"enum":["unknown","starting","wifi_configuring","idle","connecting","listening","speaking","upgrading","activating","audio_testing","fatal_error"]}',
-    'common.emotion': '{"enum":["neutral","happy","laughing","funny","sad","angry","crying","loving","embarrassed","surprised","shocked","thinking","winking","cool","relaxed","delicious","kissy","confident","sleepy","silly","confused"]}',
+    'common.audio_params': (
+        '{"type":"object","required":["format","sample_rate","channels","frame_duration"],"proper'
+        'ties":{"format":{"const":"opus"},"sample_rate":{"enum":[8000,12000,16000,24000,48000]},"'
+        'channels":{"const":1},"frame_duration":{"enum":[20,40,60,120]}}}'
+    ),
+    'common.device_state': (
+        '{"enum":["unknown","starting","wifi_configuring","idle","connecting","listening","speaki'
+        'ng","upgrading","activating","audio_testing","fatal_error"]}'
+    ),
+    'common.emotion': (
+        '{"enum":["neutral","happy","laughing","funny","sad","angry","crying","loving","embarrass'
+        'ed","surprised","shocked","thinking","winking","cool","relaxed","delicious","kissy","con'
+        'fident","sleepy","silly","confused"]}'
+    ),
     'common.identifier': '{"type":"string","minLength":1,"maxLength":64,"format":"identifier"}',
     'common.interaction_mode': '{"enum":["CHAT","PLAY_AUDIO","TRANSLATION"]}',
     'common.listen_mode': '{"enum":["auto","manual","realtime"]}',
@@ -731,78 +839,487 @@ SCHEMAS = {
     'common.standby_cause': '{"enum":["power_off","repeat_done"]}',
     'common.task_params': '{"type":"object"}',
     'common.wake_cause': '{"enum":["power_on","alarm","button","reset"]}',
-    'jsonrpc.app_start_task_params': '{"type":"object","required":["app_id","task_id","source"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"}}}',
-    'jsonrpc.app_start_task_result': '{"type":"object","required":["accepted","active_app_id","interaction_mode"],"properties":{"accepted":{"type":"boolean"},"active_app_id":{"$ref":"common.identifier"},"active_task_id":{"$ref":"common.identifier"},"interaction_mode":{"$ref":"common.interaction_mode"},"reason":{"type":"string","maxLength":500},"code":{"type":"string","maxLength":64}}}',
-    'jsonrpc.error': '{"type":"object","required":["message"],"properties":{"code":{"type":"integer"},"message":{"type":"string","maxLength":2000},"data":{}}}',
-    'jsonrpc.initialize_params': '{"type":"object","required":["protocolVersion"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object","properties":{"vision":{"type":"object","required":["url","token"],"properties":{"url":{"type":"string","maxLength":1000},"token":{"type":"string","maxLength":1000}}}}},"clientInfo":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
-    'jsonrpc.initialize_result': '{"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object"},"serverInfo":{"type":"object","required":["name","version"],"properties":{"name":{"type":"string"},"version":{"type":"string"}}}}}',
-    'jsonrpc.message': '{"type":"object","required":["jsonrpc"],"properties":{"jsonrpc":{"const":"2.0"},"id":{"type":["integer","string","null"]},"method":{"type":"string","minLength":1,"maxLength":128},"params":{"type":"object"},"result":{},"error":{"$ref":"jsonrpc.error"}},"anyOf":[{"required":["method"]},{"required":["id","result"]},{"required":["id","error"]}]}',
-    'jsonrpc.tool': '{"type":"object","required":["name","inputSchema"],"properties":{"name":{"type":"string","minLength":1,"maxLength":128},"description":{"type":"string","maxLength":4000},"inputSchema":{"type":"object"},"annotations":{"type":"object"}}}',
-    'jsonrpc.tools_call_params': '{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":128},"arguments":{"type":"object"}}}',
-    'jsonrpc.tools_call_result': '{"type":"object","required":["content"],"properties":{"content":{"type":"array","items":{"type":"object","required":["type"],"properties":{"type":{"type":"string"},"text":{"type":"string"}}}},"isError":{"type":"boolean"}}}',
-    'jsonrpc.tools_list_params': '{"type":"object","properties":{"cursor":{"type":"string","maxLength":128},"withUserTools":{"type":"boolean"}}}',
-    'jsonrpc.tools_list_result': '{"type":"object","required":["tools"],"properties":{"tools":{"type":"array","items":{"$ref":"jsonrpc.tool"}},"nextCursor":{"type":"string","maxLength":128}}}',
-    'mqtt.ack': '{"type":"object","required":["req_id","ok","code","message"],"properties":{"req_id":{"type":["string","null"],"maxLength":64},"ok":{"type":"boolean"},"code":{"enum":["accepted","refused","failed"]},"message":{"type":"string","maxLength":500},"action":{"type":["string","null"],"maxLength":32},"reason":{"type":"string","maxLength":64},"device_id":{"type":"string","maxLength":64},"timestamp":{"type":"integer","minimum":0}}}',
-    'mqtt.envelope': '{"type":"object","required":["header","action","payload"],"properties":{"header":{"type":"object","required":["device_id","req_id"],"properties":{"device_id":{"type":"string","minLength":1,"maxLength":64},"req_id":{"type":"string","minLength":1,"maxLength":64},"timestamp":{"type":"integer","minimum":0}}},"action":{"enum":["START_APP_TASK","SET_ALARM","UNSET_ALARM","PLAY_MEDIA"]},"payload":{"type":"object"}},"allOf":[{"if":{"properties":{"action":{"const":"START_APP_TASK"}}},"then":{"properties":{"payload":{"$ref":"mqtt.start_app_task"}}}},{"if":{"properties":{"action":{"const":"SET_ALARM"}}},"then":{"properties":{"payload":{"$ref":"mqtt.set_alarm"}}}},{"if":{"properties":{"action":{"const":"UNSET_ALARM"}}},"then":{"properties":{"payload":{"$ref":"mqtt.unset_alarm"}}}},{"if":{"properties":{"action":{"const":"PLAY_MEDIA"}}},"then":{"properties":{"payload":{"$ref":"mqtt.play_media"}}}}]}',
-    'mqtt.play_media': '{"type":"object","properties":{"url":{"type":"string","maxLength":1000},"name":{"type":"string","maxLength":200}}}',
-    'mqtt.set_alarm': '{"type":"object","required":["alarm_id","pending_task"],"additionalProperties":false,"properties":{"alarm_id":{"$ref":"common.identifier"},"at":{"type":"integer","minimum":0},"time":{"type":"string","format":"hh:mm"},"days":{"type":"array","minItems":1,"maxItems":7,"uniqueItems":true,"items":{"type":"integer","minimum":1,"maximum":7}},"pending_task":{"type":"object","required":["app_id","task_id"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"}}}},"oneOf":[{"required":["at"]},{"required":["time"]}],"allOf":[{"if":{"required":["at"]},"then":{"not":{"required":["days"]},"x-error":"days go with a repeating time, not with a one-shot at"}}],"x-error":"give exactly one of at (one-shot, unix seconds) or time (HH:MM, repeating)"}',
-    'mqtt.start_app_task': '{"type":"object","required":["app_id","task_id"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"const":"mqtt_immediate"}}}',
-    'mqtt.state': '{"type":"object","required":["device_id","state"],"properties":{"device_id":{"type":"string","maxLength":64},"state":{"$ref":"common.device_state"},"active_app_id":{"type":["string","null"],"maxLength":64},"active_task_id":{"type":["string","null"],"maxLength":64},"source":{"type":["string","null"],"maxLength":32},"player":{"type":"object"},"event":{"type":"string","maxLength":64},"message":{"type":"string","maxLength":500},"timestamp":{"type":"integer","minimum":0}}}',
-    'mqtt.unset_alarm': '{"type":"object","required":["alarm_id"],"additionalProperties":false,"properties":{"alarm_id":{"$ref":"common.identifier"}}}',
-    'ota.response': '{"type":"object","required":["server_time","firmware","websocket"],"properties":{"server_time":{"type":"object","required":["timestamp"],"properties":{"timestamp":{"type":"integer","minimum":0},"timezone_offset":{"type":"integer"}}},"firmware":{"type":"object","required":["version"],"properties":{"version":{"type":"string"},"url":{"type":"string"},"force":{"enum":[0,1]}}},"websocket":{"type":"object","required":["url"],"properties":{"url":{"type":"string"},"token":{"type":"string"},"version":{"enum":[1,2,3]}}},"mqtt":{"type":"object"},"control_mqtt":{"type":"object","required":["url"],"properties":{"url":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"}}},"activation":{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"message":{"type":"string"},"challenge":{"type":"string"},"timeout_ms":{"type":"integer"}}}}}',
-    'registry.app': '{"type":"object","required":["id","title","default_task","tasks"],"additionalProperties":false,"properties":{"id":{"$ref":"common.identifier"},"title":{"type":"string","minLength":1,"maxLength":100},"description":{"type":"string","maxLength":1000},"default_task":{"$ref":"common.identifier"},"tasks":{"type":"array","minItems":1,"items":{"$ref":"registry.task"}}}}',
-    'registry.apps': '{"type":"object","required":["version","default_app","apps"],"additionalProperties":false,"properties":{"version":{"const":1},"default_app":{"$ref":"common.identifier"},"apps":{"type":"array","minItems":1,"items":{"$ref":"registry.app"}}}}',
-    'registry.pending_task': '{"type":"object","required":["app_id","task_id","source","updated_at"],"additionalProperties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"},"alarm_id":{"type":["string","null"],"maxLength":64},"updated_at":{"type":"integer","minimum":0}}}',
-    'registry.seed_apps': '{"type":"object","required":["default_app_id","apps"],"additionalProperties":false,"properties":{"default_app_id":{"$ref":"common.identifier"},"apps":{"type":"object","additionalProperties":{"$ref":"registry.seed_apps.app"}}}}',
-    'registry.seed_apps.app': '{"type":"object","required":["mode","tool_policy","system_prompt_mode","tasks"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100},"description":{"type":"string","maxLength":1000},"note":{"type":"string","maxLength":1000},"mode":{"$ref":"common.interaction_mode"},"default_task":{"$ref":"common.identifier"},"tool_policy":{"$ref":"registry.task.tool_policy"},"tools":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128}},"system_prompt_mode":{"$ref":"registry.task.system_prompt_mode"},"system_prompt":{"$ref":"registry.task.system_prompt"},"lines":{"$ref":"registry.task.lines"},"tasks":{"type":"object","additionalProperties":{"$ref":"registry.seed_apps.task"}}},"allOf":[{"if":{"properties":{"tool_policy":{"const":"allowlist"}}},"then":{"required":["tools"]}}]}',
-    'registry.seed_apps.skill': '{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":128},"side":{"enum":["device","device_mcp","server","server_mcp"]},"args_from":{"type":"array","items":{"type":"string","minLength":1,"maxLength":64}},"note":{"type":"string","maxLength":1000}}}',
-    'registry.seed_apps.task': '{"type":"object","required":["skills"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100},"note":{"type":"string","maxLength":1000},"interaction_mode":{"$ref":"common.interaction_mode"},"reserved":{"type":"boolean"},"skills":{"type":"array","items":{"$ref":"registry.seed_apps.skill"}},"stop_skills":{"type":"array","items":{"$ref":"registry.seed_apps.skill"}},"status_skill":{"$ref":"registry.seed_apps.skill"},"tool_policy":{"$ref":"registry.task.tool_policy"},"tools":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128}},"params_schema":{"type":"object"},"system_prompt_mode":{"$ref":"registry.task.system_prompt_mode"},"system_prompt":{"$ref":"registry.task.system_prompt"},"lines":{"$ref":"registry.task.lines"},"on_finish":{"$ref":"registry.task.on_finish"}}}',
-    'registry.skill': '{"type":"object","required":["name","runs_on"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":128},"runs_on":{"enum":["device","server"]},"args":{"anyOf":[{"const":"$params"},{"type":"object"}]},"args_from":{"type":"array","items":{"type":"string","minLength":1,"maxLength":64}}},"not":{"required":["args","args_from"]},"x-error":"give args or args_from, not both"}',
-    'registry.task': '{"type":"object","required":["id","title","interaction_mode","skills","tool_policy","system_prompt_mode","on_finish"],"additionalProperties":false,"properties":{"id":{"$ref":"common.identifier"},"title":{"type":"string","minLength":1,"maxLength":100},"interaction_mode":{"$ref":"common.interaction_mode"},"reserved":{"type":"boolean"},"skills":{"type":"array","items":{"$ref":"registry.skill"}},"stop_skills":{"type":"array","items":{"$ref":"registry.skill"}},"status_skill":{"$ref":"registry.skill"},"tool_policy":{"$ref":"registry.task.tool_policy"},"tools":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128}},"params_schema":{"type":"object"},"system_prompt_mode":{"$ref":"registry.task.system_prompt_mode"},"system_prompt":{"$ref":"registry.task.system_prompt"},"lines":{"$ref":"registry.task.lines"},"on_finish":{"$ref":"registry.task.on_finish"}},"allOf":[{"if":{"properties":{"tool_policy":{"const":"allowlist"}}},"then":{"required":["tools"]}}]}',
+    'jsonrpc.app_start_task_params': (
+        '{"type":"object","required":["app_id","task_id","source"],"additionalProperties":false,"'
+        'properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"'
+        '},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"}}}'
+    ),
+    'jsonrpc.app_start_task_result': (
+        '{"type":"object","required":["accepted","active_app_id","interaction_mode"],"properties"'
+        ':{"accepted":{"type":"boolean"},"active_app_id":{"$ref":"common.identifier"},"active_tas'
+        'k_id":{"$ref":"common.identifier"},"interaction_mode":{"$ref":"common.interaction_mode"}'
+        ',"reason":{"type":"string","maxLength":500},"code":{"type":"string","maxLength":64}}}'
+    ),
+    'jsonrpc.error': (
+        '{"type":"object","required":["message"],"properties":{"code":{"type":"integer"},"message'
+        '":{"type":"string","maxLength":2000},"data":{}}}'
+    ),
+    'jsonrpc.initialize_params': (
+        '{"type":"object","required":["protocolVersion"],"properties":{"protocolVersion":{"type":'
+        '"string","maxLength":32},"capabilities":{"type":"object","properties":{"vision":{"type":'
+        '"object","required":["url","token"],"properties":{"url":{"type":"string","maxLength":100'
+        '0},"token":{"type":"string","maxLength":1000}}}}},"clientInfo":{"type":"object","propert'
+        'ies":{"name":{"type":"string"},"version":{"type":"string"}}}}}'
+    ),
+    'jsonrpc.initialize_result': (
+        '{"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties"'
+        ':{"protocolVersion":{"type":"string","maxLength":32},"capabilities":{"type":"object"},"s'
+        'erverInfo":{"type":"object","required":["name","version"],"properties":{"name":{"type":"'
+        'string"},"version":{"type":"string"}}}}}'
+    ),
+    'jsonrpc.message': (
+        '{"type":"object","required":["jsonrpc"],"properties":{"jsonrpc":{"const":"2.0"},"id":{"t'
+        'ype":["integer","string","null"]},"method":{"type":"string","minLength":1,"maxLength":12'
+        '8},"params":{"type":"object"},"result":{},"error":{"$ref":"jsonrpc.error"}},"anyOf":[{"r'
+        'equired":["method"]},{"required":["id","result"]},{"required":["id","error"]}]}'
+    ),
+    'jsonrpc.tool': (
+        '{"type":"object","required":["name","inputSchema"],"properties":{"name":{"type":"string"'
+        ',"minLength":1,"maxLength":128},"description":{"type":"string","maxLength":4000},"inputS'
+        'chema":{"type":"object"},"annotations":{"type":"object"}}}'
+    ),
+    'jsonrpc.tools_call_params': (
+        '{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1'
+        ',"maxLength":128},"arguments":{"type":"object"}}}'
+    ),
+    'jsonrpc.tools_call_result': (
+        '{"type":"object","required":["content"],"properties":{"content":{"type":"array","items":'
+        '{"type":"object","required":["type"],"properties":{"type":{"type":"string"},"text":{"typ'
+        'e":"string"}}}},"isError":{"type":"boolean"}}}'
+    ),
+    'jsonrpc.tools_list_params': (
+        '{"type":"object","properties":{"cursor":{"type":"string","maxLength":128},"withUserTools'
+        '":{"type":"boolean"}}}'
+    ),
+    'jsonrpc.tools_list_result': (
+        '{"type":"object","required":["tools"],"properties":{"tools":{"type":"array","items":{"$r'
+        'ef":"jsonrpc.tool"}},"nextCursor":{"type":"string","maxLength":128}}}'
+    ),
+    'mqtt.ack': (
+        '{"type":"object","required":["req_id","ok","code","message"],"properties":{"req_id":{"ty'
+        'pe":["string","null"],"maxLength":64},"ok":{"type":"boolean"},"code":{"enum":["accepted"'
+        ',"refused","failed"]},"message":{"type":"string","maxLength":500},"action":{"type":["str'
+        'ing","null"],"maxLength":32},"reason":{"type":"string","maxLength":64},"device_id":{"typ'
+        'e":"string","maxLength":64},"timestamp":{"type":"integer","minimum":0}}}'
+    ),
+    'mqtt.envelope': (
+        '{"type":"object","required":["header","action","payload"],"properties":{"header":{"type"'
+        ':"object","required":["device_id","req_id"],"properties":{"device_id":{"type":"string","'
+        'minLength":1,"maxLength":64},"req_id":{"type":"string","minLength":1,"maxLength":64},"ti'
+        'mestamp":{"type":"integer","minimum":0}}},"action":{"enum":["START_APP_TASK","SET_ALARM"'
+        ',"UNSET_ALARM","PLAY_MEDIA"]},"payload":{"type":"object"}},"allOf":[{"if":{"properties":'
+        '{"action":{"const":"START_APP_TASK"}}},"then":{"properties":{"payload":{"$ref":"mqtt.sta'
+        'rt_app_task"}}}},{"if":{"properties":{"action":{"const":"SET_ALARM"}}},"then":{"properti'
+        'es":{"payload":{"$ref":"mqtt.set_alarm"}}}},{"if":{"properties":{"action":{"const":"UNSE'
+        'T_ALARM"}}},"then":{"properties":{"payload":{"$ref":"mqtt.unset_alarm"}}}},{"if":{"prope'
+        'rties":{"action":{"const":"PLAY_MEDIA"}}},"then":{"properties":{"payload":{"$ref":"mqtt.'
+        'play_media"}}}}]}'
+    ),
+    'mqtt.play_media': (
+        '{"type":"object","properties":{"url":{"type":"string","maxLength":1000},"name":{"type":"'
+        'string","maxLength":200}}}'
+    ),
+    'mqtt.set_alarm': (
+        '{"type":"object","required":["alarm_id","pending_task"],"additionalProperties":false,"pr'
+        'operties":{"alarm_id":{"$ref":"common.identifier"},"at":{"type":"integer","minimum":0},"'
+        'time":{"type":"string","format":"hh:mm"},"days":{"type":"array","minItems":1,"maxItems":'
+        '7,"uniqueItems":true,"items":{"type":"integer","minimum":1,"maximum":7}},"pending_task":'
+        '{"type":"object","required":["app_id","task_id"],"additionalProperties":false,"propertie'
+        's":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params'
+        '":{"$ref":"common.task_params"}}}},"oneOf":[{"required":["at"]},{"required":["time"]}],"'
+        'allOf":[{"if":{"required":["at"]},"then":{"not":{"required":["days"]},"x-error":"days go'
+        ' with a repeating time, not with a one-shot at"}}],"x-error":"give exactly one of at (on'
+        'e-shot, unix seconds) or time (HH:MM, repeating)"}'
+    ),
+    'mqtt.start_app_task': (
+        '{"type":"object","required":["app_id","task_id"],"additionalProperties":false,"propertie'
+        's":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"common.identifier"},"params'
+        '":{"$ref":"common.task_params"},"source":{"const":"mqtt_immediate"}}}'
+    ),
+    'mqtt.state': (
+        '{"type":"object","required":["device_id","state"],"properties":{"device_id":{"type":"str'
+        'ing","maxLength":64},"state":{"$ref":"common.device_state"},"active_app_id":{"type":["st'
+        'ring","null"],"maxLength":64},"active_task_id":{"type":["string","null"],"maxLength":64}'
+        ',"source":{"type":["string","null"],"maxLength":32},"player":{"type":"object"},"event":{'
+        '"type":"string","maxLength":64},"message":{"type":"string","maxLength":500},"timestamp":'
+        '{"type":"integer","minimum":0},"alarm":{"type":"object","required":["alarm_id","at","lat'
+        'e_s"],"properties":{"alarm_id":{"type":"string","minLength":1,"maxLength":64},"at":{"typ'
+        'e":"integer","minimum":0},"late_s":{"type":"integer","minimum":0},"grace_s":{"type":"int'
+        'eger","minimum":0}}}}}'
+    ),
+    'mqtt.unset_alarm': (
+        '{"type":"object","required":["alarm_id"],"additionalProperties":false,"properties":{"ala'
+        'rm_id":{"$ref":"common.identifier"}}}'
+    ),
+    'ota.response': (
+        '{"type":"object","required":["server_time","firmware","websocket"],"properties":{"server'
+        '_time":{"type":"object","required":["timestamp"],"properties":{"timestamp":{"type":"inte'
+        'ger","minimum":0},"timezone_offset":{"type":"integer"}}},"firmware":{"type":"object","re'
+        'quired":["version"],"properties":{"version":{"type":"string"},"url":{"type":"string"},"f'
+        'orce":{"enum":[0,1]}}},"websocket":{"type":"object","required":["url"],"properties":{"ur'
+        'l":{"type":"string"},"token":{"type":"string"},"version":{"enum":[1,2,3]}}},"mqtt":{"typ'
+        'e":"object"},"control_mqtt":{"type":"object","required":["url"],"properties":{"url":{"ty'
+        'pe":"string"},"username":{"type":"string"},"password":{"type":"string"}}},"activation":{'
+        '"type":"object","required":["code"],"properties":{"code":{"type":"string"},"message":{"t'
+        'ype":"string"},"challenge":{"type":"string"},"timeout_ms":{"type":"integer"}}}}}'
+    ),
+    'registry.app': (
+        '{"type":"object","required":["id","title","default_task","tasks"],"additionalProperties"'
+        ':false,"properties":{"id":{"$ref":"common.identifier"},"title":{"type":"string","minLeng'
+        'th":1,"maxLength":100},"description":{"type":"string","maxLength":1000},"default_task":{'
+        '"$ref":"common.identifier"},"tasks":{"type":"array","minItems":1,"items":{"$ref":"regist'
+        'ry.task"}}}}'
+    ),
+    'registry.apps': (
+        '{"type":"object","required":["version","default_app","apps"],"additionalProperties":fals'
+        'e,"properties":{"version":{"const":1},"default_app":{"$ref":"common.identifier"},"apps":'
+        '{"type":"array","minItems":1,"items":{"$ref":"registry.app"}}}}'
+    ),
+    'registry.pending_task': (
+        '{"type":"object","required":["app_id","task_id","source","updated_at"],"additionalProper'
+        'ties":false,"properties":{"app_id":{"$ref":"common.identifier"},"task_id":{"$ref":"commo'
+        'n.identifier"},"params":{"$ref":"common.task_params"},"source":{"$ref":"common.source"},'
+        '"alarm_id":{"type":["string","null"],"maxLength":64},"updated_at":{"type":"integer","min'
+        'imum":0}}}'
+    ),
+    'registry.seed_apps': (
+        '{"type":"object","required":["default_app_id","apps"],"additionalProperties":false,"prop'
+        'erties":{"default_app_id":{"$ref":"common.identifier"},"apps":{"type":"object","addition'
+        'alProperties":{"$ref":"registry.seed_apps.app"}}}}'
+    ),
+    'registry.seed_apps.app': (
+        '{"type":"object","required":["mode","tool_policy","system_prompt_mode","tasks"],"additio'
+        'nalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100'
+        '},"description":{"type":"string","maxLength":1000},"note":{"type":"string","maxLength":1'
+        '000},"mode":{"$ref":"common.interaction_mode"},"default_task":{"$ref":"common.identifier'
+        '"},"tool_policy":{"$ref":"registry.task.tool_policy"},"tools":{"type":"array","items":{"'
+        'type":"string","minLength":1,"maxLength":128}},"system_prompt_mode":{"$ref":"registry.ta'
+        'sk.system_prompt_mode"},"system_prompt":{"$ref":"registry.task.system_prompt"},"lines":{'
+        '"$ref":"registry.task.lines"},"tasks":{"type":"object","additionalProperties":{"$ref":"r'
+        'egistry.seed_apps.task"}}},"allOf":[{"if":{"properties":{"tool_policy":{"const":"allowli'
+        'st"}}},"then":{"required":["tools"]}}]}'
+    ),
+    'registry.seed_apps.skill': (
+        '{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{'
+        '"type":"string","minLength":1,"maxLength":128},"side":{"enum":["device","device_mcp","se'
+        'rver","server_mcp"]},"args_from":{"type":"array","items":{"type":"string","minLength":1,'
+        '"maxLength":64}},"note":{"type":"string","maxLength":1000}}}'
+    ),
+    'registry.seed_apps.task': (
+        '{"type":"object","required":["skills"],"additionalProperties":false,"properties":{"name"'
+        ':{"type":"string","minLength":1,"maxLength":100},"note":{"type":"string","maxLength":100'
+        '0},"interaction_mode":{"$ref":"common.interaction_mode"},"reserved":{"type":"boolean"},"'
+        'skills":{"type":"array","items":{"$ref":"registry.seed_apps.skill"}},"stop_skills":{"typ'
+        'e":"array","items":{"$ref":"registry.seed_apps.skill"}},"status_skill":{"$ref":"registry'
+        '.seed_apps.skill"},"tool_policy":{"$ref":"registry.task.tool_policy"},"tools":{"type":"a'
+        'rray","items":{"type":"string","minLength":1,"maxLength":128}},"params_schema":{"type":"'
+        'object"},"system_prompt_mode":{"$ref":"registry.task.system_prompt_mode"},"system_prompt'
+        '":{"$ref":"registry.task.system_prompt"},"lines":{"$ref":"registry.task.lines"},"on_fini'
+        'sh":{"$ref":"registry.task.on_finish"}}}'
+    ),
+    'registry.skill': (
+        '{"type":"object","required":["name","runs_on"],"additionalProperties":false,"properties"'
+        ':{"name":{"type":"string","minLength":1,"maxLength":128},"runs_on":{"enum":["device","se'
+        'rver"]},"args":{"anyOf":[{"const":"$params"},{"type":"object"}]},"args_from":{"type":"ar'
+        'ray","items":{"type":"string","minLength":1,"maxLength":64}}},"not":{"required":["args",'
+        '"args_from"]},"x-error":"give args or args_from, not both"}'
+    ),
+    'registry.task': (
+        '{"type":"object","required":["id","title","interaction_mode","skills","tool_policy","sys'
+        'tem_prompt_mode","on_finish"],"additionalProperties":false,"properties":{"id":{"$ref":"c'
+        'ommon.identifier"},"title":{"type":"string","minLength":1,"maxLength":100},"interaction_'
+        'mode":{"$ref":"common.interaction_mode"},"reserved":{"type":"boolean"},"skills":{"type":'
+        '"array","items":{"$ref":"registry.skill"}},"stop_skills":{"type":"array","items":{"$ref"'
+        ':"registry.skill"}},"status_skill":{"$ref":"registry.skill"},"tool_policy":{"$ref":"regi'
+        'stry.task.tool_policy"},"tools":{"type":"array","items":{"type":"string","minLength":1,"'
+        'maxLength":128}},"params_schema":{"type":"object"},"system_prompt_mode":{"$ref":"registr'
+        'y.task.system_prompt_mode"},"system_prompt":{"$ref":"registry.task.system_prompt"},"line'
+        's":{"$ref":"registry.task.lines"},"on_finish":{"$ref":"registry.task.on_finish"}},"allOf'
+        '":[{"if":{"properties":{"tool_policy":{"const":"allowlist"}}},"then":{"required":["tools'
+        '"]}}]}'
+    ),
     'registry.task.line': '{"type":"object","additionalProperties":{"type":"string","minLength":1,"maxLength":500}}',
-    'registry.task.lines': '{"type":"object","additionalProperties":false,"properties":{"switched":{"$ref":"registry.task.line"},"started":{"$ref":"registry.task.line"}}}',
+    'registry.task.lines': (
+        '{"type":"object","additionalProperties":false,"properties":{"switched":{"$ref":"registry'
+        '.task.line"},"started":{"$ref":"registry.task.line"}}}'
+    ),
     'registry.task.on_finish': '{"enum":["default","stay"]}',
     'registry.task.system_prompt': '{"type":"string","minLength":1,"maxLength":4000}',
     'registry.task.system_prompt_mode': '{"enum":["agent","agent_proactive","translator","none"]}',
     'registry.task.tool_policy': '{"enum":["inherit_agent","allowlist"]}',
     'result:self.audio_speaker.set_volume': '{"type":"boolean"}',
-    'result:self.get_device_status': '{"type":"object","required":["audio_speaker"],"properties":{"audio_speaker":{"type":"object","required":["volume"],"properties":{"volume":{"type":"integer","minimum":0,"maximum":100}}},"battery":{"type":"object"},"network":{"type":"object"},"chip":{"type":"object"},"player":{"type":"object"}}}',
-    'result:self.mp3.get_list': '{"type":"object","required":["files"],"properties":{"files":{"type":"array","items":{"x-error":"each file is a name or an object with a name","anyOf":[{"type":"string","minLength":1},{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1},"size":{"type":"integer","minimum":0}}}]}}}}',
-    'result:self.mp3.get_status': '{"type":"object","required":["state","repeat_left"],"properties":{"state":{"enum":["idle","playing","paused"]},"name":{"type":["string","null"]},"repeat_left":{"type":"integer","minimum":0},"power_off_after":{"type":"boolean"}}}',
-    'result:self.mp3.play': '{"type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"},"status":{"enum":["playing","duplicate_ignored"]}}}',
+    'result:self.get_device_status': (
+        '{"type":"object","required":["audio_speaker"],"properties":{"audio_speaker":{"type":"obj'
+        'ect","required":["volume"],"properties":{"volume":{"type":"integer","minimum":0,"maximum'
+        '":100}}},"battery":{"type":"object"},"network":{"type":"object"},"chip":{"type":"object"'
+        '},"player":{"type":"object"}}}'
+    ),
+    'result:self.mp3.get_list': (
+        '{"type":"object","required":["files"],"properties":{"files":{"type":"array","items":{"x-'
+        'error":"each file is a name or an object with a name","anyOf":[{"type":"string","minLeng'
+        'th":1},{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLe'
+        'ngth":1},"size":{"type":"integer","minimum":0}}}]}}}}'
+    ),
+    'result:self.mp3.get_status': (
+        '{"type":"object","required":["state","repeat_left"],"properties":{"state":{"enum":["idle'
+        '","playing","paused"]},"name":{"type":["string","null"]},"repeat_left":{"type":"integer"'
+        ',"minimum":0},"power_off_after":{"type":"boolean"}}}'
+    ),
+    'result:self.mp3.play': (
+        '{"type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"},"st'
+        'atus":{"enum":["playing","duplicate_ignored"]}}}'
+    ),
     'result:self.mp3.stop': '{"type":"object","required":["stopped"],"properties":{"stopped":{"type":"boolean"}}}',
     'result:self.power_off': '{"type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"}}}',
-    'sim.event': '{"type":"object","required":["event"],"properties":{"event":{"type":"string","minLength":1,"maxLength":32}},"allOf":[{"if":{"properties":{"event":{"const":"boot"}}},"then":{"required":["wake_cause"],"properties":{"wake_cause":{"$ref":"common.wake_cause"},"pending":{"type":["object","null"]},"device_id":{"type":"string"}}}},{"if":{"properties":{"event":{"const":"state"}}},"then":{"required":["state"],"properties":{"state":{"$ref":"common.device_state"},"previous":{"$ref":"common.device_state"}}}},{"if":{"properties":{"event":{"const":"subtitle"}}},"then":{"required":["role","text"],"properties":{"role":{"enum":["user","assistant"]},"text":{"type":"string"}}}},{"if":{"properties":{"event":{"const":"emotion"}}},"then":{"required":["emotion"],"properties":{"emotion":{"type":"string","minLength":1}}}},{"if":{"properties":{"event":{"const":"player"}}},"then":{"required":["state","name","pass","repeat_left"],"properties":{"state":{"enum":["playing","paused","resumed","pass_end","stopped","done"]},"name":{"type":["string","null"]},"pass":{"type":"integer","minimum":0},"repeat_left":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const":"task"}}},"then":{"required":["app_id","task_id","source","outcome"],"properties":{"app_id":{"type":"string"},"task_id":{"type":"string"},"source":{"$ref":"common.source"},"outcome":{"enum":["accepted","refused","failed"]},"reason":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"mqtt"}}},"then":{"required":["action","req_id","ok"],"properties":{"action":{"type":["string","null"]},"req_id":{"type":["string","null"]},"ok":{"type":"boolean"}}}},{"if":{"properties":{"event":{"const":"alarm"}}},"then":{"required":["alarm_id","at","what"],"properties":{"alarm_id":{"type":["string","null"]},"at":{"type":["integer","string","null"]},"what":{"enum":["set","fired","cleared"]}}}},{"if":{"properties":{"event":{"const":"standby"}}},"then":{"required":["cause"],"properties":{"cause":{"$ref":"common.standby_cause"}}}},{"if":{"properties":{"event":{"const":"error"}}},"then":{"required":["message"],"properties":{"message":{"type":"string"}}}},{"if":{"properties":{"event":{"const":"channel"}}},"then":{"required":["state"],"properties":{"state":{"enum":["open","closed"]},"reason":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"status"}}},"then":{"required":["state","player","repeat_left"],"properties":{"state":{"$ref":"common.device_state"},"player":{"enum":["idle","playing","paused"]},"name":{"type":["string","null"]},"repeat_left":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const":"mic"}}},"then":{"required":["path","frames"],"properties":{"path":{"type":"string"},"frames":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const":"warp"}}},"then":{"required":["seconds"],"properties":{"seconds":{"type":"number","minimum":0},"time":{"type":"integer"}}}},{"if":{"properties":{"event":{"const":"reply"}}},"then":{"required":["index","frames"],"properties":{"index":{"type":"integer","minimum":1},"frames":{"type":"integer","minimum":0},"seconds":{"type":"number","minimum":0},"wav":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"sleep"}}},"then":{"required":["seconds"],"properties":{"seconds":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const":"pty"}}},"then":{"required":["path"],"properties":{"path":{"type":"string","minLength":1}}}},{"if":{"properties":{"event":{"const":"exit"}}},"then":{"required":["reason","code"],"properties":{"reason":{"enum":["standby","quit","power_cut","reset","crash"]},"code":{"type":"integer"}}}}]}',
-    'tool:self.audio_speaker.set_volume': '{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"required":["volume"]}',
+    'sim.event': (
+        '{"type":"object","required":["event"],"properties":{"event":{"type":"string","minLength"'
+        ':1,"maxLength":32}},"allOf":[{"if":{"properties":{"event":{"const":"boot"}}},"then":{"re'
+        'quired":["wake_cause"],"properties":{"wake_cause":{"$ref":"common.wake_cause"},"pending"'
+        ':{"type":["object","null"]},"device_id":{"type":"string"}}}},{"if":{"properties":{"event'
+        '":{"const":"state"}}},"then":{"required":["state"],"properties":{"state":{"$ref":"common'
+        '.device_state"},"previous":{"$ref":"common.device_state"}}}},{"if":{"properties":{"event'
+        '":{"const":"subtitle"}}},"then":{"required":["role","text"],"properties":{"role":{"enum"'
+        ':["user","assistant"]},"text":{"type":"string"}}}},{"if":{"properties":{"event":{"const"'
+        ':"emotion"}}},"then":{"required":["emotion"],"properties":{"emotion":{"type":"string","m'
+        'inLength":1}}}},{"if":{"properties":{"event":{"const":"player"}}},"then":{"required":["s'
+        'tate","name","pass","repeat_left"],"properties":{"state":{"enum":["playing","paused","re'
+        'sumed","pass_end","stopped","done"]},"name":{"type":["string","null"]},"pass":{"type":"i'
+        'nteger","minimum":0},"repeat_left":{"type":"integer","minimum":0}}}},{"if":{"properties"'
+        ':{"event":{"const":"task"}}},"then":{"required":["app_id","task_id","source","outcome"],'
+        '"properties":{"app_id":{"type":"string"},"task_id":{"type":"string"},"source":{"$ref":"c'
+        'ommon.source"},"outcome":{"enum":["accepted","refused","failed"]},"reason":{"type":["str'
+        'ing","null"]}}}},{"if":{"properties":{"event":{"const":"mqtt"}}},"then":{"required":["ac'
+        'tion","req_id","ok"],"properties":{"action":{"type":["string","null"]},"req_id":{"type":'
+        '["string","null"]},"ok":{"type":"boolean"}}}},{"if":{"properties":{"event":{"const":"ala'
+        'rm"}}},"then":{"required":["alarm_id","at","what"],"properties":{"alarm_id":{"type":["st'
+        'ring","null"]},"at":{"type":["integer","string","null"]},"what":{"enum":["set","fired","'
+        'cleared","missed"]},"late_s":{"type":"integer"}}}},{"if":{"properties":{"event":{"const"'
+        ':"menu"}}},"then":{"required":["step","what"],"properties":{"step":{"type":"string"},"wh'
+        'at":{"enum":["open","timeout"]},"choices":{"type":"array","items":{"type":"string"}},"ti'
+        'meout_ms":{"type":"integer"},"spoken":{"type":"boolean"}}}},{"if":{"properties":{"event"'
+        ':{"const":"standby"}}},"then":{"required":["cause"],"properties":{"cause":{"$ref":"commo'
+        'n.standby_cause"}}}},{"if":{"properties":{"event":{"const":"error"}}},"then":{"required"'
+        ':["message"],"properties":{"message":{"type":"string"}}}},{"if":{"properties":{"event":{'
+        '"const":"channel"}}},"then":{"required":["state"],"properties":{"state":{"enum":["open",'
+        '"closed"]},"reason":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":'
+        '"status"}}},"then":{"required":["state","player","repeat_left"],"properties":{"state":{"'
+        '$ref":"common.device_state"},"player":{"enum":["idle","playing","paused"]},"name":{"type'
+        '":["string","null"]},"repeat_left":{"type":"integer","minimum":0}}}},{"if":{"properties"'
+        ':{"event":{"const":"mic"}}},"then":{"required":["path","frames"],"properties":{"path":{"'
+        'type":"string"},"frames":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":'
+        '{"const":"warp"}}},"then":{"required":["seconds"],"properties":{"seconds":{"type":"numbe'
+        'r","minimum":0},"time":{"type":"integer"}}}},{"if":{"properties":{"event":{"const":"repl'
+        'y"}}},"then":{"required":["index","frames"],"properties":{"index":{"type":"integer","min'
+        'imum":1},"frames":{"type":"integer","minimum":0},"seconds":{"type":"number","minimum":0}'
+        ',"wav":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"sleep"}}},"t'
+        'hen":{"required":["seconds"],"properties":{"seconds":{"type":"integer","minimum":0}}}},{'
+        '"if":{"properties":{"event":{"const":"pty"}}},"then":{"required":["path"],"properties":{'
+        '"path":{"type":"string","minLength":1}}}},{"if":{"properties":{"event":{"const":"exit"}}'
+        '},"then":{"required":["reason","code"],"properties":{"reason":{"enum":["standby","quit",'
+        '"power_cut","reset","crash"]},"code":{"type":"integer"}}}}]}'
+    ),
+    'tool:self.audio_speaker.set_volume': (
+        '{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"r'
+        'equired":["volume"]}'
+    ),
     'tool:self.get_device_status': '{"type":"object","properties":{}}',
     'tool:self.mp3.get_list': '{"type":"object","properties":{}}',
     'tool:self.mp3.get_status': '{"type":"object","properties":{}}',
-    'tool:self.mp3.play': '{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":96,"format":"sd_name"},"repeat":{"type":"integer","minimum":1,"maximum":100},"power_off_after":{"type":"boolean"}},"required":["name"]}',
+    'tool:self.mp3.play': (
+        '{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":96,"for'
+        'mat":"sd_name"},"repeat":{"type":"integer","minimum":1,"maximum":100},"power_off_after":'
+        '{"type":"boolean"}},"required":["name"]}'
+    ),
     'tool:self.mp3.stop': '{"type":"object","properties":{}}',
     'tool:self.power_off': '{"type":"object","properties":{}}',
-    'ws.abort': '{"type":"object","required":["type"],"properties":{"type":{"const":"abort"},"session_id":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}',
-    'ws.alert': '{"type":"object","required":["type","status","message","emotion"],"properties":{"type":{"const":"alert"},"session_id":{"$ref":"common.session_id"},"status":{"type":"string","maxLength":64},"message":{"type":"string","maxLength":1000},"emotion":{"$ref":"common.emotion"}}}',
-    'ws.goodbye': '{"type":"object","required":["type"],"properties":{"type":{"const":"goodbye"},"session_id":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}',
-    'ws.hello_device': '{"type":"object","required":["type"],"properties":{"type":{"const":"hello"},"version":{"enum":[1,2,3]},"transport":{"enum":["websocket","udp"]},"audio_params":{"type":"object","properties":{"format":{"type":"string","minLength":1,"maxLength":16},"sample_rate":{"enum":[8000,12000,16000,24000,48000]},"channels":{"enum":[1,2]},"frame_duration":{"enum":[10,20,40,60,80,100,120]}}},"features":{"type":"object","properties":{"mcp":{"type":"boolean"},"aec":{"type":"boolean"}}}}}',
-    'ws.hello_server': '{"type":"object","required":["type","transport","session_id","audio_params"],"properties":{"type":{"const":"hello"},"version":{"enum":[1,2,3]},"transport":{"const":"websocket"},"session_id":{"$ref":"common.session_id"},"audio_params":{"$ref":"common.audio_params"}}}',
-    'ws.iot': '{"type":"object","required":["type"],"properties":{"type":{"const":"iot"},"session_id":{"$ref":"common.session_id"},"descriptors":{"type":"array"},"states":{"type":"array"},"update":{"type":"boolean"}}}',
-    'ws.listen': '{"type":"object","required":["type","state"],"properties":{"type":{"const":"listen"},"session_id":{"$ref":"common.session_id"},"state":{"enum":["start","stop","detect"]},"mode":{"$ref":"common.listen_mode"},"text":{"type":"string","maxLength":2000}},"allOf":[{"if":{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]}}]}',
-    'ws.llm': '{"type":"object","required":["type","emotion"],"properties":{"type":{"const":"llm"},"session_id":{"$ref":"common.session_id"},"emotion":{"$ref":"common.emotion"},"text":{"type":"string","maxLength":16}}}',
-    'ws.mcp': '{"type":"object","required":["type","payload"],"properties":{"type":{"const":"mcp"},"session_id":{"$ref":"common.session_id"},"payload":{"$ref":"jsonrpc.message"}}}',
-    'ws.stt': '{"type":"object","required":["type","text"],"properties":{"type":{"const":"stt"},"session_id":{"$ref":"common.session_id"},"text":{"type":"string","maxLength":4000}}}',
-    'ws.system': '{"type":"object","required":["type","command"],"properties":{"type":{"const":"system"},"session_id":{"$ref":"common.session_id"},"command":{"enum":["reboot"]}}}',
-    'ws.tts': '{"type":"object","required":["type","state"],"properties":{"type":{"const":"tts"},"session_id":{"$ref":"common.session_id"},"state":{"enum":["start","sentence_start","sentence_end","stop"]},"text":{"type":"string","maxLength":4000}},"allOf":[{"if":{"properties":{"state":{"const":"sentence_start"}}},"then":{"required":["text"]}}]}',
+    'ws.abort': (
+        '{"type":"object","required":["type"],"properties":{"type":{"const":"abort"},"session_id"'
+        ':{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}'
+    ),
+    'ws.alert': (
+        '{"type":"object","required":["type","status","message","emotion"],"properties":{"type":{'
+        '"const":"alert"},"session_id":{"$ref":"common.session_id"},"status":{"type":"string","ma'
+        'xLength":64},"message":{"type":"string","maxLength":1000},"emotion":{"$ref":"common.emot'
+        'ion"}}}'
+    ),
+    'ws.goodbye': (
+        '{"type":"object","required":["type"],"properties":{"type":{"const":"goodbye"},"session_i'
+        'd":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}'
+    ),
+    'ws.hello_device': (
+        '{"type":"object","required":["type"],"properties":{"type":{"const":"hello"},"version":{"'
+        'enum":[1,2,3]},"transport":{"enum":["websocket","udp"]},"audio_params":{"type":"object",'
+        '"properties":{"format":{"type":"string","minLength":1,"maxLength":16},"sample_rate":{"en'
+        'um":[8000,12000,16000,24000,48000]},"channels":{"enum":[1,2]},"frame_duration":{"enum":['
+        '10,20,40,60,80,100,120]}}},"features":{"type":"object","properties":{"mcp":{"type":"bool'
+        'ean"},"aec":{"type":"boolean"}}}}}'
+    ),
+    'ws.hello_server': (
+        '{"type":"object","required":["type","transport","session_id","audio_params"],"properties'
+        '":{"type":{"const":"hello"},"version":{"enum":[1,2,3]},"transport":{"const":"websocket"}'
+        ',"session_id":{"$ref":"common.session_id"},"audio_params":{"$ref":"common.audio_params"}'
+        '}}'
+    ),
+    'ws.iot': (
+        '{"type":"object","required":["type"],"properties":{"type":{"const":"iot"},"session_id":{'
+        '"$ref":"common.session_id"},"descriptors":{"type":"array"},"states":{"type":"array"},"up'
+        'date":{"type":"boolean"}}}'
+    ),
+    'ws.listen': (
+        '{"type":"object","required":["type","state"],"properties":{"type":{"const":"listen"},"se'
+        'ssion_id":{"$ref":"common.session_id"},"state":{"enum":["start","stop","detect"]},"mode"'
+        ':{"$ref":"common.listen_mode"},"text":{"type":"string","maxLength":2000}},"allOf":[{"if"'
+        ':{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]}}]}'
+    ),
+    'ws.llm': (
+        '{"type":"object","required":["type","emotion"],"properties":{"type":{"const":"llm"},"ses'
+        'sion_id":{"$ref":"common.session_id"},"emotion":{"$ref":"common.emotion"},"text":{"type"'
+        ':"string","maxLength":16}}}'
+    ),
+    'ws.mcp': (
+        '{"type":"object","required":["type","payload"],"properties":{"type":{"const":"mcp"},"ses'
+        'sion_id":{"$ref":"common.session_id"},"payload":{"$ref":"jsonrpc.message"}}}'
+    ),
+    'ws.stt': (
+        '{"type":"object","required":["type","text"],"properties":{"type":{"const":"stt"},"sessio'
+        'n_id":{"$ref":"common.session_id"},"text":{"type":"string","maxLength":4000}}}'
+    ),
+    'ws.system': (
+        '{"type":"object","required":["type","command"],"properties":{"type":{"const":"system"},"'
+        'session_id":{"$ref":"common.session_id"},"command":{"enum":["reboot"]}}}'
+    ),
+    'ws.tts': (
+        '{"type":"object","required":["type","state"],"properties":{"type":{"const":"tts"},"sessi'
+        'on_id":{"$ref":"common.session_id"},"state":{"enum":["start","sentence_start","sentence_'
+        'end","stop"]},"text":{"type":"string","maxLength":4000}},"allOf":[{"if":{"properties":{"'
+        'state":{"const":"sentence_start"}}},"then":{"required":["text"]}}]}'
+    ),
 }
-_NAMES = {'common.audio_params': 'audio_params', 'common.device_state': 'device_state', 'common.emotion': 'emotion', 'common.identifier': 'identifier', 'common.interaction_mode': 'interaction_mode', 'common.listen_mode': 'listen_mode', 'common.session_id': 'session_id', 'common.source': 'source', 'common.standby_cause': 'standby_cause', 'common.task_params': 'task_params', 'common.wake_cause': 'wake_cause', 'jsonrpc.app_start_task_params': 'app_start_task_params', 'jsonrpc.app_start_task_result': 'app_start_task_result', 'jsonrpc.error': 'error', 'jsonrpc.initialize_params': 'initialize_params', 'jsonrpc.initialize_result': 'initialize_result', 'jsonrpc.message': 'message', 'jsonrpc.tool': 'tool', 'jsonrpc.tools_call_params': 'tools_call_params', 'jsonrpc.tools_call_result': 'tools_call_result', 'jsonrpc.tools_list_params': 'tools_list_params', 'jsonrpc.tools_list_result': 'tools_list_result', 'mqtt.ack': 'ack', 'mqtt.envelope': 'envelope', 'mqtt.play_media': 'play_media', 'mqtt.set_alarm': 'set_alarm', 'mqtt.start_app_task': 'start_app_task', 'mqtt.state': 'state', 'mqtt.unset_alarm': 'unset_alarm', 'ota.response': 'response', 'registry.app': 'app', 'registry.apps': 'apps', 'registry.pending_task': 'pending_task', 'registry.seed_apps': 'seed_apps', 'registry.seed_apps.app': 'app', 'registry.seed_apps.skill': 'skill', 'registry.seed_apps.task': 'task', 'registry.skill': 'skill', 'registry.task': 'task', 'registry.task.line': 'line', 'registry.task.lines': 'lines', 'registry.task.on_finish': 'on_finish', 'registry.task.system_prompt': 'system_prompt', 'registry.task.system_prompt_mode': 'system_prompt_mode', 'registry.task.tool_policy': 'tool_policy', 'result:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume.result', 'result:self.get_device_status': 'self.get_device_status.result', 'result:self.mp3.get_list': 'self.mp3.get_list.result', 'result:self.mp3.get_status': 'self.mp3.get_status.result', 'result:self.mp3.play': 'self.mp3.play.result', 'result:self.mp3.stop': 'self.mp3.stop.result', 'result:self.power_off': 'self.power_off.result', 'sim.event': 'event', 'tool:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume', 'tool:self.get_device_status': 'self.get_device_status', 'tool:self.mp3.get_list': 'self.mp3.get_list', 'tool:self.mp3.get_status': 'self.mp3.get_status', 'tool:self.mp3.play': 'self.mp3.play', 'tool:self.mp3.stop': 'self.mp3.stop', 'tool:self.power_off': 'self.power_off', 'ws.abort': 'abort', 'ws.alert': 'alert', 'ws.goodbye': 'goodbye', 'ws.hello_device': 'hello', 'ws.hello_server': 'hello', 'ws.iot': 'iot', 'ws.listen': 'listen', 'ws.llm': 'llm', 'ws.mcp': 'mcp', 'ws.stt': 'stt', 'ws.system': 'system', 'ws.tts': 'tts'}
-WS_SCHEMAS = {'abort:up': 'ws.abort', 'alert:down': 'ws.alert', 'goodbye:both': 'ws.goodbye', 'hello:down': 'ws.hello_server', 'hello:up': 'ws.hello_device', 'iot:up': 'ws.iot', 'listen:up': 'ws.listen', 'llm:down': 'ws.llm', 'mcp:both': 'ws.mcp', 'stt:down': 'ws.stt', 'system:down': 'ws.system', 'tts:down': 'ws.tts'}
+_NAMES = {
+    'common.audio_params': 'audio_params',
+    'common.device_state': 'device_state',
+    'common.emotion': 'emotion',
+    'common.identifier': 'identifier',
+    'common.interaction_mode': 'interaction_mode',
+    'common.listen_mode': 'listen_mode',
+    'common.session_id': 'session_id',
+    'common.source': 'source',
+    'common.standby_cause': 'standby_cause',
+    'common.task_params': 'task_params',
+    'common.wake_cause': 'wake_cause',
+    'jsonrpc.app_start_task_params': 'app_start_task_params',
+    'jsonrpc.app_start_task_result': 'app_start_task_result',
+    'jsonrpc.error': 'error',
+    'jsonrpc.initialize_params': 'initialize_params',
+    'jsonrpc.initialize_result': 'initialize_result',
+    'jsonrpc.message': 'message',
+    'jsonrpc.tool': 'tool',
+    'jsonrpc.tools_call_params': 'tools_call_params',
+    'jsonrpc.tools_call_result': 'tools_call_result',
+    'jsonrpc.tools_list_params': 'tools_list_params',
+    'jsonrpc.tools_list_result': 'tools_list_result',
+    'mqtt.ack': 'ack',
+    'mqtt.envelope': 'envelope',
+    'mqtt.play_media': 'play_media',
+    'mqtt.set_alarm': 'set_alarm',
+    'mqtt.start_app_task': 'start_app_task',
+    'mqtt.state': 'state',
+    'mqtt.unset_alarm': 'unset_alarm',
+    'ota.response': 'response',
+    'registry.app': 'app',
+    'registry.apps': 'apps',
+    'registry.pending_task': 'pending_task',
+    'registry.seed_apps': 'seed_apps',
+    'registry.seed_apps.app': 'app',
+    'registry.seed_apps.skill': 'skill',
+    'registry.seed_apps.task': 'task',
+    'registry.skill': 'skill',
+    'registry.task': 'task',
+    'registry.task.line': 'line',
+    'registry.task.lines': 'lines',
+    'registry.task.on_finish': 'on_finish',
+    'registry.task.system_prompt': 'system_prompt',
+    'registry.task.system_prompt_mode': 'system_prompt_mode',
+    'registry.task.tool_policy': 'tool_policy',
+    'result:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume.result',
+    'result:self.get_device_status': 'self.get_device_status.result',
+    'result:self.mp3.get_list': 'self.mp3.get_list.result',
+    'result:self.mp3.get_status': 'self.mp3.get_status.result',
+    'result:self.mp3.play': 'self.mp3.play.result',
+    'result:self.mp3.stop': 'self.mp3.stop.result',
+    'result:self.power_off': 'self.power_off.result',
+    'sim.event': 'event',
+    'tool:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume',
+    'tool:self.get_device_status': 'self.get_device_status',
+    'tool:self.mp3.get_list': 'self.mp3.get_list',
+    'tool:self.mp3.get_status': 'self.mp3.get_status',
+    'tool:self.mp3.play': 'self.mp3.play',
+    'tool:self.mp3.stop': 'self.mp3.stop',
+    'tool:self.power_off': 'self.power_off',
+    'ws.abort': 'abort',
+    'ws.alert': 'alert',
+    'ws.goodbye': 'goodbye',
+    'ws.hello_device': 'hello',
+    'ws.hello_server': 'hello',
+    'ws.iot': 'iot',
+    'ws.listen': 'listen',
+    'ws.llm': 'llm',
+    'ws.mcp': 'mcp',
+    'ws.stt': 'stt',
+    'ws.system': 'system',
+    'ws.tts': 'tts',
+}
+WS_SCHEMAS = {
+    'abort:up': 'ws.abort',
+    'alert:down': 'ws.alert',
+    'goodbye:both': 'ws.goodbye',
+    'hello:down': 'ws.hello_server',
+    'hello:up': 'ws.hello_device',
+    'iot:up': 'ws.iot',
+    'listen:up': 'ws.listen',
+    'llm:down': 'ws.llm',
+    'mcp:both': 'ws.mcp',
+    'stt:down': 'ws.stt',
+    'system:down': 'ws.system',
+    'tts:down': 'ws.tts',
+}
 DEVICE_TOOLS_JSON = [
-    '{"name":"self.get_device_status","description":"Current device status: speaker volume, battery, network, and the SD player. Use it before changing a setting, or when asked how the device is.","inputSchema":{"type":"object","properties":{}}}',
-    '{"name":"self.audio_speaker.set_volume","description":"Set the speaker volume (0-100). Call self.get_device_status first if the current volume is unknown.","inputSchema":{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"required":["volume"]}}',
-    '{"name":"self.mp3.play","description":"Play a lesson MP3 from the SD card `repeat` times, optionally powering off after the last pass. Returns at once; the device counts the passes itself. `name` must be one returned by self.mp3.get_list.","inputSchema":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":96,"format":"sd_name"},"repeat":{"type":"integer","minimum":1,"maximum":100,"default":1},"power_off_after":{"type":"boolean","default":false}},"required":["name"]}}',
-    '{"name":"self.mp3.stop","description":"Stop the SD-card MP3 now; cancels the remaining passes and any power-off after them.","inputSchema":{"type":"object","properties":{}}}',
-    '{"name":"self.mp3.get_list","description":"List the MP3 files on the SD card that self.mp3.play accepts: pass files[].name as its name.","inputSchema":{"type":"object","properties":{}}}',
-    '{"name":"self.mp3.get_status","description":"What the SD-card player is doing: state, file name, passes left.","inputSchema":{"type":"object","properties":{}}}',
-    '{"name":"self.power_off","description":"Power the device off into standby. Only the alarm clock can wake it again.","inputSchema":{"type":"object","properties":{}}}',
+    (
+        '{"name":"self.get_device_status","description":"Current device status: speaker volume, b'
+        'attery, network, and the SD player. Use it before changing a setting, or when asked how '
+        'the device is.","inputSchema":{"type":"object","properties":{}}}'
+    ),
+    (
+        '{"name":"self.audio_speaker.set_volume","description":"Set the speaker volume (0-100). C'
+        'all self.get_device_status first if the current volume is unknown.","inputSchema":{"type'
+        '":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"require'
+        'd":["volume"]}}'
+    ),
+    (
+        '{"name":"self.mp3.play","description":"Play a lesson MP3 from the SD card `repeat` times'
+        ', optionally powering off after the last pass. Returns at once; the device counts the pa'
+        'sses itself. `name` must be one returned by self.mp3.get_list.","inputSchema":{"type":"o'
+        'bject","properties":{"name":{"type":"string","minLength":1,"maxLength":96,"format":"sd_n'
+        'ame"},"repeat":{"type":"integer","minimum":1,"maximum":100,"default":1},"power_off_after'
+        '":{"type":"boolean","default":false}},"required":["name"]}}'
+    ),
+    (
+        '{"name":"self.mp3.stop","description":"Stop the SD-card MP3 now; cancels the remaining p'
+        'asses and any power-off after them.","inputSchema":{"type":"object","properties":{}}}'
+    ),
+    (
+        '{"name":"self.mp3.get_list","description":"List the MP3 files on the SD card that self.m'
+        'p3.play accepts: pass files[].name as its name.","inputSchema":{"type":"object","propert'
+        'ies":{}}}'
+    ),
+    (
+        '{"name":"self.mp3.get_status","description":"What the SD-card player is doing: state, fi'
+        'le name, passes left.","inputSchema":{"type":"object","properties":{}}}'
+    ),
+    (
+        '{"name":"self.power_off","description":"Power the device off into standby. Only the alar'
+        'm clock can wake it again.","inputSchema":{"type":"object","properties":{}}}'
+    ),
 ]
 
 
@@ -927,7 +1444,7 @@ def mqtt_request(header, action, payload):
     return m
 
 
-def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source=None, player=None, event=None, message=None, timestamp=None):
+def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source=None, player=None, event=None, message=None, timestamp=None, alarm=None):
     """Build Device report on rpt/state."""
     m = {'device_id': device_id, 'state': state}
     if active_app_id is not None:
@@ -944,6 +1461,8 @@ def mqtt_state(device_id, state, active_app_id=None, active_task_id=None, source
         m['message'] = message
     if timestamp is not None:
         m['timestamp'] = timestamp
+    if alarm is not None:
+        m['alarm'] = alarm
     return m
 
 

@@ -4,32 +4,24 @@ Config keys: `model_dir` (a CTranslate2 Whisper dir; default the joined
 base model, see whisper_model), `compute_type` (default int8), `threads`
 (CPU threads, default all cores), `beam_size` (default 1: greedy decoding
 keeps latency low), `language` (default None = detect; pass it when known,
-detection on short utterances is unreliable). The model loads once per
-process and is shared by every session; `warm_up()` loads it at start
-and decodes a second of silence.
+detection on short utterances is unreliable), `short_pad_frames`. The
+model loads once per process and is shared by every session; `warm_up()`
+loads it at start and decodes a second of silence.
 
-An utterance of up to 30 s is one Whisper window: it goes straight to
-CTranslate2 with a little padding after it, instead of faster-whisper's
-padding to the full 30 s. The encoder's cost grows with the frames it is
-given, so a short question costs a fraction of a full window. Too little
-padding makes Whisper repeat a short utterance until its token budget runs
-out, so the window gets `short_pad_frames` (default 500 = 5 s: none of 66
-English and Chinese clips of 0.5-16 s looped, 61 read the same as with 10 s,
-3 closer to the script, 1 a character further) and is decoded again with
-10 s of padding when the text looks like a loop (see `looped`);
-`short_pad_frames: 0` always pads 10 s. Longer audio goes through
-faster-whisper's own window-by-window transcribe.
-
-The model decodes one utterance at a time (one CTranslate2 worker, all
-cores): sessions that finish speaking together queue on the event loop
-(serial.LoopSerial), not in pool threads that other sessions' TTS needs.
+An utterance of up to 30 s is one Whisper window with a little padding
+after it (`short_pad_frames`, default 5 s), not faster-whisper's padding
+to the full 30 s: the encoder's cost grows with its frames. Text that
+looks like a loop (`looped`) is decoded again with 10 s of padding; why
+5 s is docs/providers.md. Longer audio goes through faster-whisper's own
+window-by-window transcribe. One utterance is decoded at a time; callers
+wait on the event loop (pools.LoopSerial), not in pool threads.
 """
 import os
 import threading
 
 from .registry import register
-from .serial import LoopSerial
-from .workers import run_blocking
+from ..pools import LoopSerial
+from ..pools import run_blocking
 
 SAMPLE_RATE = 16000
 WINDOW_S = 30        # what Whisper's encoder sees at most

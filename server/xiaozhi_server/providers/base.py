@@ -6,10 +6,16 @@ a new adapter knows what to offer and mypy checks the callers. TTS has a
 real base class (tts_base.TtsProvider) because it shares code. Anything a
 provider may also offer is looked up with getattr: `warm_up()` (load now,
 services.warm_up), an LLM's `configured` (False = the "no model" line).
+
+ASR comes in two shapes: every provider transcribes a whole utterance
+(AsrProvider); a streaming one also opens a stream per utterance that takes
+audio while the child speaks (StreamingAsrProvider). asr_base.open_stream
+gives any provider the stream shape and asr_base.StreamingAsr gives a
+streaming one the batch shape, so callers pick the shape they need.
 """
 from __future__ import annotations
 
-from typing import Any, AsyncGenerator, AsyncIterator, Protocol, Sequence, Union
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Protocol, Sequence, Union
 
 from .audio import AudioChunk, TextOnly
 from .llm_events import Done, LlmError, TextDelta, ToolCall
@@ -21,6 +27,30 @@ LlmEvent = Union[TextDelta, ToolCall, Done, LlmError]
 class AsrProvider(Protocol):
     async def transcribe(self, pcm16k: bytes, language: str | None = None) -> str:
         """Text of 16 kHz mono int16 PCM; language like "en" or "zh" when known."""
+        ...
+
+
+class AsrStreamLike(Protocol):
+    """One utterance's recognition (asr_base.AsrStream): push audio while the
+    child speaks, read `partial`, then `finish()` for the final text. push
+    never raises for the service; finish raises asr_base.AsrError."""
+
+    partial: str
+
+    async def push(self, pcm16k: bytes) -> None:
+        ...
+
+    async def finish(self) -> str:
+        ...
+
+    async def cancel(self) -> None:
+        ...
+
+
+class StreamingAsrProvider(AsrProvider, Protocol):
+    def open_stream(self, language: str | None = None,
+                    on_partial: Callable[[str], None] | None = None) -> AsrStreamLike:
+        """A stream for one utterance; on_partial(text so far) runs on the event loop."""
         ...
 
 

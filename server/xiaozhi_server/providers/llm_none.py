@@ -9,18 +9,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from .lang import language_of
+from ..text.lang import language_of
+from ..text.lines import Lines
 from .llm_events import Done, TextDelta
 from .registry import create, register
 
 if TYPE_CHECKING:
     from .base import LlmProvider
-
-LINES = {
-    "en": "No language model is configured on the server.",
-    "zh": "服务器上还没有配置语言模型。",
-}
-
 
 def _last_user_text(messages):
     for m in reversed(messages or []):
@@ -35,20 +30,25 @@ class NoLlm:
 
     def __init__(self, config):
         self.language = config.get("language")
+        # The line it says: the lines file's `no_llm` (services hands in the operator's).
+        self.lines = config.get("lines") or Lines.load().table["no_llm"]
 
     def line(self, messages=None, language=None):
         lang = language or self.language or language_of(_last_user_text(messages))
-        return LINES.get(lang, LINES["en"])
+        return self.lines.get(lang) or self.lines["en"]
 
     async def stream_chat(self, messages, tools=None, language=None, **_ignored):
         yield TextDelta(self.line(messages, language))
         yield Done("stop")
 
 
-def choose_llm(config: dict | None = None) -> LlmProvider:
+def choose_llm(config: dict | None = None, lines: dict | None = None) -> LlmProvider:
     """The configured LLM provider: `config["type"]` if given, else openai when
-    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `none`."""
+    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `none`
+    (which says `lines`, the no-model line per language)."""
     config = dict(config or {})
+    if config.get("type") == "none" and lines is not None:
+        config.setdefault("lines", lines)
     if config.get("type"):
         return create("llm", config)
     if config.get("base_url") or config.get("model") or any(
@@ -56,4 +56,6 @@ def choose_llm(config: dict | None = None) -> LlmProvider:
         config["type"] = "openai"
     else:
         config["type"] = "none"
+        if lines is not None:
+            config.setdefault("lines", lines)
     return create("llm", config)

@@ -48,7 +48,7 @@ class OpenAiLlm:
     async def warm_up(self):
         """Import the client library and build the client now, in the pool: on
         the event loop the import alone stalls every session for about a second."""
-        from .workers import run_blocking
+        from ..pools import run_blocking
         await run_blocking(self.client)
 
     def _request(self, messages, tools):

@@ -17,6 +17,9 @@ KINDS = ("asr", "tts", "llm", "vad")
 _BUILTIN_MODULES = (
     "vad_silero",
     "asr_whisper",
+    "asr_openai",
+    "asr_funasr",
+    "asr_fallback",
     "tts_piper",
     "tts_espeak",
     "tts_router",

@@ -4,7 +4,7 @@ A provider implements `synthesize(text, voice=None) -> AudioChunk`. A
 provider that can deliver audio before the whole text is rendered also
 overrides `stream()`, an async iterator of AudioChunk; everyone else gets
 the one-chunk default. `max_chars` is the longest text the provider takes
-in one call: longer text is split by the caller (see text_split).
+in one call: longer text is split by the caller (see text/split.py).
 """
 
 from typing import AsyncIterator

@@ -2,7 +2,7 @@
 
 Config: `{"type": "fallback", "providers": [{...}, {...}]}`. A member that
 cannot be built here (missing extra or binary) is skipped and remembered
-in `unavailable`. The text is first split (text_split) so that every piece
+in `unavailable`. The text is first split (text/split.py) so that every piece
 fits the smallest limit of the chain; each piece then goes to the first
 provider that renders it. A provider that fails before producing audio for
 a piece hands that piece to the next one; one that fails midway through a
@@ -15,7 +15,7 @@ import logging
 
 from .audio import AudioChunk, TextOnly
 from .registry import ProviderError, create, register
-from .text_split import split_for_limit
+from ..text.split import split_for_limit
 from .tts_base import TtsProvider
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class FallbackTts(TtsProvider):
             if rate is None:
                 rate = item.rate
             if item.rate != rate:
-                from ..pipeline.resample import resample_once
+                from ..audio.resample import resample_once
                 pcm += resample_once(item.pcm, item.rate, rate)
             else:
                 pcm += item.pcm

@@ -10,7 +10,7 @@ cut5), `speed_factor`, `extra` (dict merged into the request body),
 import json
 
 from .audio import wav_to_chunk
-from .lang import language_of
+from ..text.lang import language_of
 from .registry import register
 from .tts_base import TtsError, TtsProvider
 

@@ -2,18 +2,24 @@
 
 Config keys: `base_url`, `api_key` (else the client's OPENAI_BASE_URL and
 OPENAI_API_KEY), `model` (default tts-1), `voice` (default alloy; a
-`voice` argument overrides it), `response_format` (pcm, the default, is
-streamed as it arrives and is 24 kHz 16-bit mono; wav is parsed whole),
-`pcm_rate` (default 24000), `speed`, `timeout` (seconds, default 30),
-`max_chars` (default 4096, the API's limit).
+`voice` argument overrides it), `response_format` (pcm, the default, and
+wav are streamed as they arrive; mp3, opus, aac and flac are decoded whole
+with PyAV), `pcm_rate` (the rate of a raw PCM answer, default 24000, as
+OpenAI and Kokoro send; other servers differ), `speed`, `timeout`
+(seconds, default 30), `max_chars` (default 4096, the API's limit).
+
+What comes back is read by its first bytes, not by what was asked
+(audio_decode.sniff): self-hosted servers answer WAV or MP3 to a pcm
+request, stream WAV with no length, write float or stereo samples. A
+body that is no audio (an HTML error page with status 200) is a TtsError.
 """
-from .audio import AudioChunk, wav_to_chunk
+from .audio import AudioChunk
+from .audio_decode import AudioFormatError, WavStream, decode_compressed, sniff
 from .registry import register
 from .tts_base import TtsError, TtsProvider
+from ..pools import run_blocking
 
-# Hand PCM on in pieces of 100 ms at 24 kHz so playback can start early.
-_STREAM_PIECE = 4800
-
+FORMATS = ("pcm", "wav", "mp3", "opus", "aac", "flac")
 
 @register("tts", "openai")
 class OpenAiTts(TtsProvider):
@@ -24,8 +30,9 @@ class OpenAiTts(TtsProvider):
         self.model = config.get("model", "tts-1")
         self.voice = config.get("voice", "alloy")
         self.format = config.get("response_format", "pcm")
-        if self.format not in ("pcm", "wav"):
-            raise ValueError("openai TTS response_format must be pcm or wav, not %r" % self.format)
+        if self.format not in FORMATS:
+            raise ValueError("openai TTS response_format must be one of %s, not %r"
+                             % (", ".join(FORMATS), self.format))
         self.pcm_rate = int(config.get("pcm_rate", 24000))
         self._client = None
 
@@ -48,22 +55,52 @@ class OpenAiTts(TtsProvider):
         import openai
         try:
             async with self.client().audio.speech.with_streaming_response.create(**self._args(text, voice)) as resp:
-                if self.format == "wav":
-                    yield wav_to_chunk(await resp.read())
-                    return
-                pending = bytearray()
-                async for data in resp.iter_bytes():
-                    pending += data
-                    if len(pending) >= _STREAM_PIECE:
-                        cut = len(pending) & ~1  # keep whole 16-bit samples
-                        yield AudioChunk(bytes(pending[:cut]), self.pcm_rate)
-                        del pending[:cut]
-                if len(pending) > 1:
-                    yield AudioChunk(bytes(pending[:len(pending) & ~1]), self.pcm_rate)
+                pieces = resp.iter_bytes()
+                head = b""
+                async for data in pieces:
+                    head += data
+                    if len(head) >= 16:
+                        break
+                kind = sniff(head, expect_pcm=self.format == "pcm")
+                if kind == "pcm" or kind == "wav":
+                    async for chunk in self._pcm_chunks(kind, head, pieces):
+                        yield chunk
+                else:
+                    body = bytearray(head)
+                    async for data in pieces:
+                        body += data
+                    yield await run_blocking(decode_compressed, bytes(body))
+        except AudioFormatError as exc:
+            raise TtsError("OpenAI TTS answer unreadable: %s" % exc)
         except openai.APIStatusError as exc:
             raise TtsError("OpenAI TTS refused (HTTP %d): %s" % (exc.status_code, exc.message))
         except openai.APIError as exc:
             raise TtsError("OpenAI TTS failed: %s" % exc)
+
+    async def _pcm_chunks(self, kind, head, pieces):
+        """Mono int16 chunks of a raw PCM or WAV body, ~100 ms each, as they arrive."""
+        wav = WavStream() if kind == "wav" else None
+        pending = bytearray()
+
+        def take(data):
+            if wav is None:
+                pending.extend(data)
+                return
+            pending.extend(wav.feed(data))
+
+        take(head)
+        async for data in pieces:
+            take(data)
+            rate = wav.rate if wav is not None else self.pcm_rate
+            if rate and len(pending) >= rate // 5:   # 100 ms of 16-bit samples
+                cut = len(pending) & ~1   # whole samples only
+                yield AudioChunk(bytes(pending[:cut]), rate)
+                del pending[:cut]
+        rate = wav.rate if wav is not None else self.pcm_rate
+        if wav is not None and rate is None:
+            raise AudioFormatError("the WAV answer ended inside its header")
+        if len(pending) > 1:
+            yield AudioChunk(bytes(pending[:len(pending) & ~1]), rate)
 
     async def synthesize(self, text, voice=None):
         pcm = bytearray()

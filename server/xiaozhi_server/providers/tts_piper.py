@@ -10,7 +10,7 @@ import threading
 from .audio import AudioChunk
 from .registry import register
 from .tts_base import TtsProvider
-from .workers import run_blocking
+from ..pools import run_blocking
 
 _voices: dict = {}
 _voices_lock = threading.Lock()

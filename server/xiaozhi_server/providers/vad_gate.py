@@ -1,35 +1,22 @@
 """The cheap first stage in front of silero: a window goes to the model only
-where speech is possible.
+where speech is possible (why and what it saves: docs/providers.md).
 
-Between questions and while the server speaks, a device streams its
-microphone's noise floor, and silero judging that floor is most of the
-upstream CPU (~75 us a window, 31 windows a second a session). The gate
-follows each stream's floor (the energy of its quietest recent windows: it
-drops to a quieter window at once and creeps up by `RISE_DB_S`, so it
-follows a fan switched on within seconds but not a sentence) and sends a
-window to the model when
+The gate follows each stream's floor (the energy of its quietest recent
+windows: it drops to a quieter window at once and creeps up by
+`RISE_DB_S`, so it follows a fan switched on within seconds but not a
+sentence) and sends a window to the model when
 
-- it is `open_db` above the floor: any sound, loud noise bursts too (the
-  model, not the gate, decides what is speech); quiet speech is heard as
-  long as it stands out of the floor, whatever its level;
+- it is `open_db` above the floor: any sound (the model, not the gate,
+  decides what is speech);
 - it is one of the `hang` windows after such a window, so the model hears
   a sound die away;
 - or the model's last verdict was at least `hold`: while the model still
   hears speech, or might, the gate never cuts it short.
 
-Any other window is near the floor, after the model has judged the floor
-quiet for `hang` windows: its verdict is 0.0 without a model call.
-
-The model's recurrent state is carried over skipped windows rather than
-reset: the gate closes only after the model has listened to this stream's
-floor for `hang` windows, so the state it keeps is the state of a model
-listening to that floor (a reset state misjudges the first windows of an
-onset). The context (the last 64 samples before a window) is kept current
-while windows are skipped, so the first window judged after a gap sees the
-audio just before it. On Piper speech at -20 to -40 dBFS over a noise floor,
-through Opus, the turn detector's starts and ends land on the same window
-as without the gate or one window (32 ms) either side
-(tests/host/providers/test_vad_gate.py).
+Any other window scores 0.0 without a model call. The model's recurrent
+state is carried over skipped windows, not reset (a reset state misjudges
+an onset's first windows), and the context (the last 64 samples) is kept
+current while windows are skipped.
 """
 
 RISE_DB_S = 3.0           # how fast the floor follows a louder background

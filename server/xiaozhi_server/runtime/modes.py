@@ -9,8 +9,8 @@ the chat LLM; PLAY_AUDIO -> words go to no LLM, and the device opening its
 microphone (not right after our own line) is a wake: back to the default
 task if priority allows.
 
-A handler's lines are the mode's own (translation that fails); what an app
-says lives in its apps.json entry (Task.line).
+What a handler says comes from the lines file (data/lines.json), like
+what an app says (its task's lines there, or in its apps.json entry).
 """
 from __future__ import annotations
 
@@ -19,55 +19,78 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import protocol as proto
+from ..pipeline.listener import committed
+from ..text.phrases import says
 
 if TYPE_CHECKING:
-    from ..session.listener import Utterance
-    from .runtime import AppRuntime
+    from ..pipeline.listener import Utterance
+    from .port import ModeDriver, SessionPort
 
 log = logging.getLogger(__name__)
 
-LINES = {
-    "zh": {"no_translate": "翻译功能现在用不了。", "not_translated": "这句我没翻译好，请再说一遍。"},
-    "en": {"no_translate": "Translation is not available right now.",
-           "not_translated": "I could not translate that, please say it again."},
-}
+GOODBYE_MAX_CHARS = 20       # a goodbye is a short utterance, not a sentence that quotes one
+EXIT_TRANSLATION_MAX_CHARS = 24
 
 
-def plain(text: str) -> str:
-    """Words as phrases are matched: lowercase, without spaces, punctuation or
-    the erhua 儿 (ASR writes 「聊会儿天吧！」 as often as 「聊会天吧」)."""
-    return "".join(c for c in text.lower() if c.isalnum() and c != "儿")
+async def _one(text):
+    """One line as a reply's sentences (spoken inside the reply that runs)."""
+    yield text
 
 
 def _line(session, key):
-    return LINES.get(session.language, LINES["en"])[key]
+    return session.lines.get(key, session.language)
 
 
 class Mode:
     """The default: words are heard only once final and lead nowhere."""
 
-    def answers_early(self, runtime: AppRuntime, text: str) -> bool:
+    def answers_early(self, runtime: ModeDriver, text: str) -> bool:
         """May the answer be prepared before the words are final?"""
         return False
 
-    async def words(self, runtime: AppRuntime, text: str, utterance: Utterance | None) -> None:
+    async def words(self, runtime: ModeDriver, text: str, utterance: Utterance | None) -> None:
         log.info("[%s] %s: %r not sent to the LLM", runtime.session.device_id, runtime.mode, text)
 
-    async def listen_start(self, runtime: AppRuntime) -> None:
+    async def listen_start(self, runtime: ModeDriver) -> None:
         """The device opened its microphone (listen start)."""
+
+
+def says_goodbye(runtime: ModeDriver, text: str) -> bool:
+    return says(text, runtime.session_cfg.get("exit_phrases", ()), GOODBYE_MAX_CHARS)
 
 
 class Chat(Mode):
     def answers_early(self, runtime, text):
         # Leaving is not prepared ahead: it waits until the words are final.
-        return not runtime.session.is_exit_phrase(text)
+        return not says_goodbye(runtime, text)
 
     async def words(self, runtime, text, utterance):
         session = runtime.session
-        if session.is_exit_phrase(text):
-            session.say_farewell(text)
+        if says_goodbye(runtime, text):
+            session.farewell(text)
         else:
-            session.start_reply(session.chat_reply, text, utterance)
+            session.start_reply(chat_reply, session, text, utterance, answers=utterance)
+
+
+async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None) -> None:
+    """The CHAT reply: the LLM's answer, spoken as it streams (dialogue ->
+    speaker), its emotion shown once the words are final, and the turn's
+    latency marks kept for the benchmarks."""
+    epoch = session.epoch
+    marks: dict = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
+    gate = utterance.commit if utterance is not None else None
+
+    async def on_emotion(emotion):
+        if session.epoch == epoch and await committed(utterance):
+            marks["first_text"] = time.monotonic()
+            await session.show_emotion(emotion)
+
+    sentences = session.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
+    ok = await session.speak(sentences, gate=gate)
+    marks["first_audio"] = session.first_audio_at()
+    marks["done"] = time.monotonic()
+    marks["completed"] = ok
+    session.turn_log.append(marks)
 
 
 class Translation(Mode):
@@ -80,22 +103,21 @@ class Translation(Mode):
     @staticmethod
     def is_exit(cfg: dict, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
-        t = plain(text)
-        return len(t) <= 24 and any(plain(p) and plain(p) in t for p in cfg.get("exit_translation_phrases", ()))
+        return says(text, cfg.get("exit_translation_phrases", ()), EXIT_TRANSLATION_MAX_CHARS)
 
     async def _translate(self, session, text):
         tool = session.tools.get("translate")
         policy = session.dialogue.tool_policy
         if tool is None or not session.tools.allowed(tool, policy):
-            await session.speaker.say(_line(session, "no_translate"))
+            await session.speak(_one(_line(session, "translate_unavailable")))
             return
         out = await session.tools.call(tool.llm_name, {"text": text}, policy)
         if out.is_error or not out.text.strip():
             log.warning("[%s] translate failed: %s", session.device_id, out.text)
-            await session.speaker.say(_line(session, "not_translated"))
+            await session.speak(_one(_line(session, "not_translated")))
             return
-        await session.send_json(proto.llm("neutral", session_id=session.id, text="🙂"))
-        await session.speaker.say(out.text.strip())
+        await session.show_emotion("neutral")
+        await session.speak(_one(out.text.strip()))
 
 
 class PlayAudio(Mode):

@@ -22,8 +22,10 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from .modes import chat_reply
+
 if TYPE_CHECKING:
-    from ..session.session import Session
+    from .port import SessionPort
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +34,21 @@ LLM_OPENER_CUE = ("(The child has just come to talk with you. Greet them warmly 
 
 
 class Proactive:
-    def __init__(self, session: Session, cfg: dict) -> None:
+    def __init__(self, session: SessionPort, cfg: dict, llm_configured: bool = True) -> None:
         self.session = session
         self.cfg = cfg
+        self.llm_configured = llm_configured
         self._timer = None
         self.invites = 0
         self.spoken: list[str] = []      # what it said, for logs and tests
 
     def _line(self, key):
-        lines = self.cfg.get(key, {})
-        choice = lines.get(self.session.language) or lines.get("en") or []
+        """One of the config's `<key>_lines` if it gives them, else of the lines file's `<key>`."""
+        given = self.cfg.get(key + "_lines")
+        if given is None:
+            choice = self.session.lines.choices(key, self.session.language)
+        else:
+            choice = given.get(self.session.language) or given.get("en") or []
         return random.choice(choice) if choice else None
 
     async def open(self, entered_at: float = 0.0) -> None:
@@ -52,12 +59,12 @@ class Proactive:
         if self.session.last_user_speech > entered_at or self.session.closed:
             return  # the child is already talking: answering beats greeting
         started = time.monotonic()
-        if self.cfg.get("opener") == "llm" and self.session.services.llm_configured:
-            t = self.session.start_reply(self.session.chat_reply, LLM_OPENER_CUE)
+        if self.cfg.get("opener") == "llm" and self.llm_configured:
+            t = self.session.start_reply(chat_reply, self.session, LLM_OPENER_CUE)
             await asyncio.wait({t})
             heard = t.done() and not t.cancelled()
         else:
-            line = self._line("opener_lines")
+            line = self._line("opener")
             if not line:
                 return
             self.spoken.append(line)
@@ -76,7 +83,7 @@ class Proactive:
         await self.session.child_done()
         if self.session.last_user_speech > armed_at or self.session.closed:
             return
-        line = self._line("reinvite_lines")
+        line = self._line("reinvite")
         if not line:
             return
         self.invites += 1

@@ -13,7 +13,6 @@ import os
 
 from .. import protocol as proto
 from . import seed_registry
-from .modes import HANDLERS
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "apps.json")
 
@@ -30,19 +29,6 @@ def skill_args(skill: dict, params: dict) -> dict:
     if "args_from" in skill:
         return {k: params[k] for k in skill["args_from"] if k in params}
     return dict(skill.get("args") or {})
-
-
-def _shipped_lines(model: dict) -> None:
-    """The seed's example gives no lines: a task that gives none says what the
-    shipped registry's task of the same app and id says, so the seed's file
-    sounds like ours (docs/runtime.md, "The seed's spelling")."""
-    with open(DEFAULT_PATH, encoding="utf-8") as f:
-        shipped = json.load(f)
-    lines = {(a["id"], t["id"]): t["lines"] for a in shipped["apps"] for t in a["tasks"] if "lines" in t}
-    for a in model["apps"]:
-        for t in a["tasks"]:
-            if "lines" not in t and (a["id"], t["id"]) in lines:
-                t["lines"] = lines[(a["id"], t["id"])]
 
 
 class Task:
@@ -102,10 +88,10 @@ class Registry:
                 data = seed_registry.to_model(data, "apps.json")
             except ValueError as e:
                 raise RegistryError("%s: %s" % (where, e))
-            _shipped_lines(data)
         err = proto.validate("registry.apps", data, "apps.json")
         if err:
             raise RegistryError("%s: %s" % (where, err))
+        self.where = where
         self.default_app = data["default_app"]
         self.apps: dict[str, App] = {}
         for i, a in enumerate(data["apps"]):
@@ -118,9 +104,6 @@ class Registry:
                 raise RegistryError("%s: apps[%d].default_task %r is not one of its tasks"
                                     % (where, i, app.default_task))
             for j, t in enumerate(a["tasks"]):
-                if t["interaction_mode"] not in HANDLERS:
-                    raise RegistryError("%s: apps[%d].tasks[%d].interaction_mode %r has no handler (modes.py has: %s)"
-                                        % (where, i, j, t["interaction_mode"], ", ".join(sorted(HANDLERS))))
                 bad = proto.unsupported_keywords(t.get("params_schema") or {})
                 if bad:
                     raise RegistryError("%s: apps[%d].tasks[%d].params_schema uses %s, which is not checked"
@@ -128,6 +111,13 @@ class Registry:
             self.apps[app.id] = app
         if self.default_app not in self.apps:
             raise RegistryError("%s: default_app %r is not one of the apps" % (where, self.default_app))
+        # The board falls back to chat.conversation on its own (after a lesson,
+        # at boot): a registry whose default is another task would disagree with it.
+        default = self.default()
+        if (default.app_id, default.id) != (proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID):
+            raise RegistryError("%s: default_app %r (its default_task %r) must be %s.%s, the task the board "
+                                "goes back to" % (where, self.default_app, default.id,
+                                                  proto.DEFAULT_APP_ID, proto.DEFAULT_TASK_ID))
 
     @classmethod
     def load(cls, path: str | None = None) -> Registry:

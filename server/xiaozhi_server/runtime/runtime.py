@@ -1,29 +1,17 @@
 """The App Runtime of one connection: exactly one active app task.
 
 `start_app_task(app_id, task_id, params, source)` is the one entry for
-every channel — LLM tools (source voice), the device's `app/start_task`
-requests (MQTT, alarms, offline words, arbitrated on the device first) and
-control-plane calls. It checks ids and params, applies the priority table
-(protocol/priority.py, generated: the board decides with the same code),
-checks that the files its params name are on the device,
-stops the running task through one generic stop path (cancel the reply,
-run the task's stop_skills), switches mode, tool policy and system prompt,
-then runs the new task's skills. A request from outside a reply (the
-device's app/start_task) runs the task's leading device skills before it
-is answered, so the answer says whether the lesson really plays; a
-request from inside a reply (an LLM tool) runs them once the reply is
-over, so a confirmation line is spoken before a lesson starts. A task
-whose device skill fails is not entered: the answer says accepted false
-with a code (busy, not_found, skill_failed), and the session is in the
-default task.
+every channel: LLM tools (source voice), the device's `app/start_task`
+(MQTT, alarms, offline words) and control-plane calls. It checks ids and
+params, applies the priority table (protocol/priority.py, the board's
+own), checks the files its params name, stops the running task through
+one stop path, switches mode, tool policy and prompt, then runs the new
+task's skills (docs/runtime.md gives the steps and their answers).
 
-What the child's words lead to is the mode's handler (modes.py, keyed by
-the task's interaction_mode); what a task says and its own prompt come from
-its apps.json entry, and server skills from the table below: no code here
-names an app.
-
-Nothing here outlives the connection: a new session starts at the default
-app again.
+What the child's words lead to is the mode's handler (modes.py); what a
+task says and its own prompt are data (the lines file, apps.json); no
+code here names an app. It drives its session only through
+port.SessionPort, and nothing here outlives the connection.
 """
 from __future__ import annotations
 
@@ -35,17 +23,17 @@ from typing import TYPE_CHECKING
 
 from .. import protocol as proto
 from ..protocol import priority
+from ..pipeline.listener import committed
+from .lessons import lesson_names
 from .modes import HANDLERS
 from .proactive import Proactive
 from .prompts import system_prompt
-from .lessons import lesson_names
-from .registry import skill_args
-from ..session.listener import committed
+from .registry import Registry, RegistryError, skill_args
 
 if TYPE_CHECKING:
-    from ..session.listener import Utterance
-    from ..session.session import Session
-    from .registry import Registry, Task
+    from ..pipeline.listener import Utterance
+    from .port import SessionPort
+    from .registry import Task
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +51,25 @@ def _leading_device_skills(task):
     return n
 
 
+def load_registry(path: str | None = None) -> Registry:
+    """The app registry, checked as the runtime needs it: every task's mode
+    has a handler (modes.py)."""
+    registry = Registry.load(path)
+    for app in registry.apps.values():
+        for task in app.tasks.values():
+            if task.mode not in HANDLERS:
+                raise RegistryError("%s: %s's interaction_mode %r has no handler (modes.py has: %s)"
+                                    % (registry.where, task.key, task.mode, ", ".join(sorted(HANDLERS))))
+    return registry
+
+
+def task_line(session: SessionPort, task: Task, event: str) -> str | None:
+    """What a task says on an event (switched, started): its own apps.json
+    line if the registry gives one, else the lines file's
+    `task.<app>.<task>.<event>`; None when neither has it."""
+    return task.line(event, session.language) or session.lines.task_line(task.key, event, session.language)
+
+
 class TaskError(Exception):
     """A request that cannot be run at all (unknown app, bad params); .code is JSON-RPC's."""
 
@@ -72,10 +79,11 @@ class TaskError(Exception):
 
 
 class AppRuntime:
-    def __init__(self, session: Session, registry: Registry, config: dict) -> None:
+    def __init__(self, session: SessionPort, registry: Registry, config: dict, llm_configured: bool = True) -> None:
         self.session = session
         self.registry = registry
         self.cfg = config["apps"]
+        self.session_cfg = config["session"]
         self.prompts = config["prompts"]
         self.task: Task | None = None
         self.params: dict = {}
@@ -84,7 +92,7 @@ class AppRuntime:
         self.explicit = False          # has anything asked for a task yet?
         # (time, app.task, source, verdict) for logs and tests
         self.history: list[tuple[float, str, str, str]] = []
-        self.proactive = Proactive(session, self.cfg)
+        self.proactive = Proactive(session, self.cfg, llm_configured)
         self._skills_task: asyncio.Task | None = None
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
@@ -114,9 +122,10 @@ class AppRuntime:
     # ---- the one entry ----
 
     async def start_app_task(self, app_id: str, task_id: str | None = None, params: dict | None = None,
-                             source: str = proto.SOURCE_VOICE) -> dict:
+                             source: str = proto.SOURCE_VOICE, listed: list[str] | None = None) -> dict:
         """Result dict (app_start_task_result); raises TaskError for a request
-        that can never run. A refusal by priority is a result, not an error."""
+        that can never run. A refusal by priority is a result, not an error.
+        listed: the device's file list when the caller has just read it."""
         if source not in proto.SOURCE_PRIORITY:
             raise TaskError(proto.RPC_INVALID_PARAMS, "unknown source %r (sources: %s)"
                             % (source, ", ".join(proto.SOURCES)))
@@ -139,7 +148,7 @@ class AppRuntime:
             return self._not_accepted(proto.TASK_BUSY, why)
         if _leading_device_skills(task):
             await self._device_tools_listed()
-        missing = await self._missing_file(task, params)
+        missing = await self._missing_file(task, params, listed)
         if missing:
             # Refused before anything stops: whatever ran goes on.
             self.explicit = was_explicit
@@ -186,7 +195,7 @@ class AppRuntime:
                 return "%s: %s" % (skill["name"], text)
         return None
 
-    async def _missing_file(self, task, params):
+    async def _missing_file(self, task, params, listed=None):
         """A param the task's schema marks `format: sd_name` must name a file
         the device lists (LIST_TOOL); the refusal, or None. Without the tool
         or a readable list nothing is refused here: the skill itself tells."""
@@ -195,15 +204,35 @@ class AppRuntime:
                  and isinstance(params.get(k), str)]
         if not names or not self.session.mcp.has(LIST_TOOL):
             return None
-        text, is_error = await self.session.mcp.call(LIST_TOOL, {}, timeout=3)
-        if is_error:
-            return None
-        files = lesson_names(text)
+        files = listed
+        if files is None:
+            text, is_error = await self.session.mcp.call(LIST_TOOL, {}, timeout=3)
+            if is_error:
+                return None
+            files = lesson_names(text)
         for k in names:
             if params[k] not in files:
                 return "%s %r is not on the device's SD card (it has: %s)" % (
                     k, params[k], ", ".join(files[:20]) or "nothing")
         return None
+
+    async def open_default(self) -> None:
+        """The session's start: chat speaks first, unless the device asks for a
+        task of its own at once (an alarm's lesson must not be preceded by a
+        chat opener) or the child is already talking."""
+        grace = float(self.cfg.get("opener_grace_s", 1.5))
+        s = self.session
+        if s.hello and (s.hello.get("features") or {}).get("mcp"):
+            try:
+                await asyncio.wait_for(s.mcp.ready.wait(), grace)
+            except asyncio.TimeoutError:
+                pass
+            await asyncio.sleep(0.05)  # a request sent right after the tool list
+        else:
+            await asyncio.sleep(min(grace, 0.3))
+        if self.explicit or s.closed or s.last_user_speech:
+            return
+        await self.start_default(proto.SOURCE_DEFAULT_CHAT)
 
     async def start_default(self, source: str = proto.SOURCE_DEFAULT_CHAT) -> dict:
         t = self.registry.default()
@@ -224,11 +253,17 @@ class AppRuntime:
             return True
         text, is_error = await self.session.mcp.call(skill["name"], {}, timeout=3)
         if is_error:
-            return True  # cannot tell: keep protecting the running task
-        try:
-            state = json.loads(text).get("state")
-        except (ValueError, AttributeError):
-            return True
+            # The device cannot say that anything plays: a task that may have
+            # ended must not hold its priority (and the child's wake word) for
+            # ever. The board arbitrates its own player with the same table.
+            log.info("[%s] %s: %s failed (%s): taken as finished", self.session.device_id, self.task.key,
+                     skill["name"], text[:200])
+            state = "idle"
+        else:
+            try:
+                state = json.loads(text).get("state")
+            except (ValueError, AttributeError):
+                return True
         if state == "idle":
             log.info("[%s] %s has finished", self.session.device_id, self.task.key)
             if self.task.on_finish == "default":
@@ -297,7 +332,7 @@ class AppRuntime:
     async def _skill_announce(self, params, source):
         """The task's `started` line, for a child who asked by voice (a parent's
         or an alarm's task starts without a word)."""
-        line = self.task.line("started", self.session.language) if self.task else None
+        line = task_line(self.session, self.task, "started") if self.task else None
         if source == proto.SOURCE_VOICE and line:
             await self.session.say(line)
 
@@ -322,7 +357,7 @@ class AppRuntime:
                 log.info("[%s] wake word during %s: %s", self.session.device_id, self.active, result["reason"])
             return
         self.proactive.user_spoke()
-        await self.session.on_wake_word(text)
+        await self.session.greet(text)
 
     async def on_listen_start(self) -> None:
         await HANDLERS[self.mode].listen_start(self)

@@ -8,7 +8,7 @@ starts the task whose skill is the device's player (`self.mp3.play`); it
 checks the device's lesson list first, so a missing lesson or a board
 without an SD player gets a spoken error and chat goes on; the device's
 `self.mp3.play` is what finally runs (never a music tool). The lines here
-are the tools' own (refusals, the lesson's name and count).
+come from the lines file (refusals, the lesson's name and count).
 """
 from __future__ import annotations
 
@@ -19,36 +19,14 @@ from typing import TYPE_CHECKING
 from .. import protocol as proto
 from ..mcp.tools import Tool, ToolOutcome
 from .lessons import lesson_names, match_lesson
-from .runtime import LIST_TOOL, TaskError
+from .runtime import LIST_TOOL, TaskError, task_line
 
 if TYPE_CHECKING:
-    from ..session.session import Session
+    from .port import SessionPort
     from .registry import Registry, Task
     from .runtime import AppRuntime
 
 log = logging.getLogger(__name__)
-
-LINES = {
-    "zh": {
-        "no_player": "这个设备不能播放课程哦。",
-        "missing": "我没有找到课程 %s。",
-        "repeating": "好的，%s 复读 %d 遍。",
-        "repeating_off": "好的，%s 复读 %d 遍，放完就关机。",
-        "refused": "现在不能切换：%s",
-    },
-    "en": {
-        "no_player": "This device cannot play lessons.",
-        "missing": "I could not find the lesson %s.",
-        "repeating": "Okay, repeating %s %d times.",
-        "repeating_off": "Okay, repeating %s %d times, then I'll power off.",
-        "refused": "I can't switch right now: %s",
-    },
-}
-
-
-def _lines(session):
-    return LINES.get(session.language, LINES["en"])
-
 
 PLAY_TOOL = "self.mp3.play"     # the device's SD player: what start_repeater's task runs
 
@@ -70,7 +48,7 @@ def switch_app_description(registry: Registry, apps: list[str], player: Task | N
             "or to go back to chatting." % (about, hint))
 
 
-def runtime_tools(session: Session, runtime: AppRuntime) -> list[Tool]:
+def runtime_tools(session: SessionPort, runtime: AppRuntime) -> list[Tool]:
     registry = runtime.registry
     apps = sorted(a for a, app in registry.apps.items()
                   if any(not t.reserved for t in app.tasks.values()))
@@ -86,21 +64,22 @@ def runtime_tools(session: Session, runtime: AppRuntime) -> list[Tool]:
             return ToolOutcome("error: %s" % e, is_error=True)
         if not result["accepted"]:
             return ToolOutcome("refused: " + result["reason"], end_turn=True,
-                               say=_lines(session)["refused"] % result["reason"])
-        say = registry.find(app_id).line("switched", session.language)
+                               say=session.lines.get("switch_refused", session.language) % result["reason"])
+        say = task_line(session, registry.find(app_id), "switched")
         return ToolOutcome(json.dumps(result), end_turn=True, say=say)
 
     async def start_repeater(args: dict) -> ToolOutcome:
         if player is None:   # not offered then; a model may still invent the call
             return ToolOutcome("error: no app plays lessons", is_error=True)
-        L = _lines(session)
+        def L(key):
+            return session.lines.get(key, session.language)
         name = str(args.get("name") or "")
         repeat = args.get("repeat", 1)
         if isinstance(repeat, str) and repeat.strip().isdigit():
             repeat = int(repeat)  # models sometimes quote numbers
         power_off = bool(args.get("power_off_after", False))
         if not (session.mcp.has(PLAY_TOOL) and session.mcp.has(LIST_TOOL)):
-            return ToolOutcome("error: this device has no SD-card player", end_turn=True, say=L["no_player"])
+            return ToolOutcome("error: this device has no SD-card player", end_turn=True, say=L("no_player"))
         text, is_error = await session.mcp.call(LIST_TOOL, {})
         if is_error:
             log.warning("[%s] %s failed: %s", session.device_id, LIST_TOOL, text)
@@ -108,15 +87,16 @@ def runtime_tools(session: Session, runtime: AppRuntime) -> list[Tool]:
         found = match_lesson(name, files)
         if found is None:
             return ToolOutcome("error: no lesson named %s; the card has: %s" % (name, ", ".join(files) or "nothing"),
-                               end_turn=True, say=L["missing"] % name)
+                               end_turn=True, say=L("lesson_missing") % name)
         params = {"name": found, "repeat": repeat, "power_off_after": power_off}
         try:
-            result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE)
+            result = await runtime.start_app_task(player.app_id, player.id, params, proto.SOURCE_VOICE,
+                                                  listed=files)
         except TaskError as e:
             return ToolOutcome("error: %s" % e, is_error=True)
         if not result["accepted"]:
-            return ToolOutcome("refused: " + result["reason"], end_turn=True, say=L["refused"] % result["reason"])
-        line = (L["repeating_off"] if power_off else L["repeating"]) % (found.rsplit(".", 1)[0], int(repeat))
+            return ToolOutcome("refused: " + result["reason"], end_turn=True, say=L("switch_refused") % result["reason"])
+        line = L("repeating_then_off" if power_off else "repeating") % (found.rsplit(".", 1)[0], int(repeat))
         return ToolOutcome(json.dumps(result), end_turn=True, say=line)
 
     tools = [

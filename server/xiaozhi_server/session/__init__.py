@@ -1,1 +1,1 @@
-"""One session per device connection: handshake, listening, dialogue, speaking."""
+"""One session per device connection: the handshake and the dispatch of its messages."""

@@ -28,16 +28,17 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Corou
 from .. import protocol as proto
 from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
+from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
-from ..pipeline.speaker import Speaker
-from ..providers.lang import has_han
-from .dialogue import Dialogue
-from .listener import Listener, committed
+from ..pipeline.listener import Listener, committed
+from ..runtime.runtime import AppRuntime, TaskError
+from ..runtime.tools import runtime_tools
+from ..text.lang import has_han
+from ..text.phrases import plain
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import AppRuntime
+    from ..pipeline.listener import Utterance
     from ..services import Services
-    from .listener import Utterance
 
 
 class DeviceSocket(Protocol):
@@ -55,14 +56,6 @@ log = logging.getLogger(__name__)
 # The reply task whose work is running; tasks it spawns (the speaker's
 # synthesis, tool calls inside it) inherit it.
 _CURRENT_REPLY = contextvars.ContextVar("current_reply", default=None)
-
-GREETINGS = {"zh": "我在呢，你说。", "en": "I'm here, go ahead."}
-FAREWELLS = {"zh": "好的，再见啦，想聊天随时叫我！", "en": "Okay, bye for now. Call me any time!"}
-UNHEARD_AUDIO = {"zh": "我只听得懂 Opus 格式的声音，设备发来的是 %s，可以打字和我聊天。",
-                 "en": "I can only hear Opus audio and this device sends %s. You can still type to me."}
-IDLE_BYES = {"zh": "好久没听到你说话了，我先休息啦，想我就叫我。",
-             "en": "I haven't heard you for a while, so I'll rest now. Call me when you need me."}
-
 
 def _lang(text, default):
     if has_han(text):
@@ -82,6 +75,7 @@ class Session:
         self.version = protocol_version if protocol_version in (1, 2, 3) else 1
         self.peer = peer
         self.language = self.cfg.get("language", "zh")
+        self.lines = services.lines             # every line it speaks (text/lines.py)
         self.hello: dict | None = None
         # what the device sends up
         self.upstream: dict[str, Any] = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]))
@@ -98,14 +92,13 @@ class Session:
         self.last_activity = time.monotonic()
         self.last_user_speech = 0.0     # when the user last spoke (VAD start or words)
         self.last_tts_stop = 0.0        # when we last sent tts stop
-        self.runtime: AppRuntime | None = None             # the App Runtime, set by the services
+        self.runtime: AppRuntime | None = None             # the App Runtime, from the hello on
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
                              vision=services.config.get("vision"))
-        self.speaker = Speaker(services.tts, self.send_json, self._send_audio, self.id)
-        self.dialogue = Dialogue(services.llm, self.tools, services.config["prompts"]["agent"],
-                                 history_turns=self.cfg.get("history_turns", 10),
-                                 max_rounds=self.cfg.get("max_tool_rounds", 4), language=self.language)
+        self.chain = Chain(services)          # the voice pipeline's stages (pipeline/chain.py)
+        self.speaker = self.chain.speaker(self.send_json, self._send_audio, self.id)
+        self.dialogue = self.chain.dialogue(self.tools, self.language)
         self.listener: Listener | None = None
         # method -> async fn(params) -> result (device requests)
         self.rpc_handlers: dict[str, Callable[[dict], Awaitable[Any]]] = {}
@@ -211,20 +204,39 @@ class Session:
         # Opus of any rate, channel count or frame length decodes into the
         # listener's 16 kHz; what we send down is announced as it really is.
         self.upstream = dict(proto.HELLO_DEFAULTS["audio_params"], **(msg.get("audio_params") or {}))
-        s = self.services
-        self.listener = Listener(s.vad, s.asr, self._on_speech_start, self._on_utterance,
-                                 vad_config=s.config.get("vad"), language=s.config["asr"].get("language"))
+        self.listener = self.chain.listener(self._on_speech_start, self._on_utterance)
         ap = {"format": "opus", "sample_rate": self.speaker.rate, "channels": 1,
               "frame_duration": proto.FRAME_DURATION_MS}
         await self.send_json(proto.hello_server(self.id, ap, version=self.version))
         if self.upstream["format"] != "opus":
             log.warning("[%s] upstream audio %r is not Opus: not decoded", self.device_id, self.upstream["format"])
-            await self.send_json(proto.alert("warning", UNHEARD_AUDIO.get(self.language, UNHEARD_AUDIO["en"])
+            await self.send_json(proto.alert("warning", self.lines.get("unheard_audio", self.language)
                                              % self.upstream["format"], "confused", session_id=self.id))
         if (msg.get("features") or {}).get("mcp"):
             self.spawn(self._start_device_mcp())
+        self._start_runtime()
         await self.services.on_session_ready(self)
         return True
+
+    def _start_runtime(self) -> None:
+        """The session's App Runtime: the default app at once, its own tools,
+        the device's app/start_task, and the opener once the device is ready."""
+        runtime = self.runtime = AppRuntime(self, self.services.registry, self.services.config,
+                                            llm_configured=self.services.llm_configured)
+        runtime.adopt_default()
+        for tool in runtime_tools(self, runtime):
+            self.tools.add(tool)
+
+        async def app_start_task(params):
+            try:
+                return await runtime.start_app_task(params["app_id"], params["task_id"],
+                                                    params.get("params"), params["source"])
+            except TaskError as e:
+                err = proto.ProtoError(str(e))
+                err.code = e.code
+                raise err
+        self.rpc_handlers[proto.METHOD_APP_START_TASK] = app_start_task
+        self.spawn(runtime.open_default())
 
     async def _start_device_mcp(self):
         try:
@@ -250,6 +262,8 @@ class Session:
                 pass
         if self.listener is not None:
             await self.listener.close()
+        if self.runtime is not None:
+            self.runtime.close()
         await self.services.on_session_closed(self)
         log.info("[%s] session %s closed", self.device_id, self.id)
 
@@ -298,7 +312,8 @@ class Session:
                 self._ptt_free.set()
             # Off the receive loop (here and below): the runtime may wait for
             # the device's answers, which this loop has to read.
-            self.spawn(self.services.on_listen_start(self))
+            if self.runtime is not None:
+                self.spawn(self.runtime.on_listen_start())
         elif state == proto.LISTEN_STOP:
             await self.listener.stop()
             self._ptt_free.set()
@@ -310,7 +325,8 @@ class Session:
                 if self._after_wake is not None:
                     self._after_wake.cancel()
                 self._after_wake = self.spawn(self._quiet_after_wake(woke))
-                self.spawn(self.services.on_wake(self, text))
+                if self.runtime is not None:
+                    self.spawn(self.runtime.on_wake(text))
             else:
                 await self._on_user_text(text)
 
@@ -359,12 +375,8 @@ class Session:
     # ---- turns ----
 
     def _is_wake_word(self, text):
-        t = text.lower().strip(" ,.!?，。！？")
-        return t in [w.lower() for w in self.cfg.get("wake_words", ())]
-
-    def is_exit_phrase(self, text: str) -> bool:
-        t = text.lower()
-        return any(p.lower() in t for p in self.cfg.get("exit_phrases", ())) and len(t) <= 20
+        t = plain(text)
+        return bool(t) and t in [plain(w) for w in self.cfg.get("wake_words", ())]
 
     async def abort(self, reason: str) -> None:
         """Stop speaking now; nothing of what was in flight may follow."""
@@ -395,9 +407,12 @@ class Session:
             raise
         return t.done() and not t.cancelled() and t.exception() is None
 
-    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any) -> asyncio.Task:
-        """Run one reply (cancelling any current one) in the current epoch."""
+    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any,
+                    answers: Utterance | None = None) -> asyncio.Task:
+        """Run one reply (cancelling any current one) in the current epoch.
+        answers: the utterance it answers; dropped unheard if the child goes on."""
         self._cancel_reply()
+        self.reply_utterance = answers
         epoch = self.epoch
 
         async def guarded():
@@ -413,7 +428,18 @@ class Session:
         self.reply_task = asyncio.create_task(guarded())
         return self.reply_task
 
-    async def on_wake_word(self, text: str) -> None:
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool:
+        """Speak a reply's sentences as they come (False if cut off)."""
+        return await self.speaker.speak(self.chain.spoken(sentences), gate=gate)
+
+    def first_audio_at(self) -> float | None:
+        """When the last reply's first frame left (monotonic), None before it."""
+        return self.speaker.first_frame_at
+
+    async def show_emotion(self, emotion: str) -> None:
+        await self.send_json(proto.llm(emotion, session_id=self.id, text=EMOTION_EMOJI.get(emotion, "🙂")))
+
+    async def greet(self, text: str) -> None:
         """A wake word: a short greeting, but only if the child says nothing
         more. Stock firmware (and py-xiaozhi, and ours) mute the mic while the
         server speaks, so a greeting at once would swallow the words that
@@ -427,7 +453,7 @@ class Session:
             if wait.cancelled() or not wait.result():
                 return  # the child went on talking (or a newer wake word took over)
         self.greeting = True
-        line = GREETINGS[_lang(text, self.language)]
+        line = self.lines.get("greeting", _lang(text, self.language))
 
         async def greet():
             try:
@@ -493,12 +519,19 @@ class Session:
 
     async def _on_user_text(self, text, utterance=None):
         self.last_activity = self.last_user_speech = time.monotonic()
+        if self.chain.words:
+            heard = await self.chain.heard(text)
+            if heard is None:
+                log.info("[%s] %r dropped by the pipeline's word stages", self.device_id, text)
+                return
+            text = heard
         self.spawn(self._send_stt(text, utterance))
         if utterance is not None and utterance.commit is not None:
             # A speculative end of turn: if the child goes on, the reply
             # prepared for these words is dropped before anything is heard.
             utterance.commit.add_done_callback(lambda f, u=utterance: self._on_commit(u, f))
-        self.spawn(self.services.route_user_text(self, text, utterance))
+        if self.runtime is not None:
+            self.spawn(self.runtime.route(text, utterance))
 
     async def _send_stt(self, text, utterance):
         if await committed(utterance):
@@ -511,34 +544,15 @@ class Session:
             self.reply_task.cancel()
             self.speaker.cancel()
 
-    def say_farewell(self, text: str) -> None:
+    def farewell(self, text: str) -> None:
         """The user said goodbye: answer, then end the session."""
-        self.start_reply(self._farewell, FAREWELLS[_lang(text, self.language)])
+        self.start_reply(self._farewell, self.lines.get("farewell", _lang(text, self.language)))
 
     async def wait_quiet(self) -> None:
         """Until the current reply (if any, and not the caller itself) is over."""
         t = self.reply_task
         if t is not None and not t.done() and not self.in_reply():
             await asyncio.wait({t})
-
-    async def chat_reply(self, text: str, utterance: Utterance | None = None) -> None:
-        """The CHAT path: the LLM's answer, spoken as it streams."""
-        epoch = self.epoch
-        self.reply_utterance = utterance
-        marks = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
-        gate = utterance.commit if utterance is not None else None
-
-        async def on_emotion(emotion):
-            if self.epoch == epoch and await committed(utterance):
-                marks["first_text"] = time.monotonic()
-                await self.send_json(proto.llm(emotion, session_id=self.id, text=EMOTION_EMOJI.get(emotion, "🙂")))
-
-        sentences = self.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
-        ok = await self.speaker.speak(sentences, gate=gate)
-        marks["first_audio"] = self.speaker.first_frame_at
-        marks["done"] = time.monotonic()
-        marks["completed"] = ok
-        self.turn_log.append(marks)
 
     async def _farewell(self, line):
         await self.speaker.say(line)
@@ -553,6 +567,6 @@ class Session:
                 self.last_activity = time.monotonic()
             elif time.monotonic() - self.last_activity > limit:
                 log.info("[%s] %s s without speech: goodbye", self.device_id, limit)
-                await self.speaker.say(IDLE_BYES.get(self.language, IDLE_BYES["en"]))
+                await self.speaker.say(self.lines.get("idle_bye", self.language))
                 await self.close("idle")
                 return

@@ -35,7 +35,7 @@ import subprocess
 import sys
 
 from ..protocol.backoff import Backoff
-from ..runtime.registry import Registry
+from ..runtime.runtime import load_registry
 from ..transport.guard import accept_burst
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class ControlServices:
 
     def __init__(self, config):
         self.config = config
-        self.registry = Registry.load(config.get("apps", {}).get("registry"))
+        self.registry = load_registry(config.get("apps", {}).get("registry"))
         self.sessions = set()
 
     async def start(self):

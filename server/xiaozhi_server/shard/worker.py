@@ -70,11 +70,12 @@ def _services(settings, config):
 async def _build(settings, config, listen_fds):
     """Providers with their models loaded, server MCP processes, and the
     WebSocket endpoint serving the inherited sockets."""
-    from ..server import start_server_tools, throttle_logs
+    from ..logthrottle import throttle_server_logs
+    from ..mcp.server_tools import start_server_tools
     from ..transport.guard import fit_to_fd_limit
     from ..transport.ws_server import WsServer
     fit_to_fd_limit(config["limits"], ports=("ws",))
-    throttle_logs(float(config["limits"]["log_interval_s"]))
+    throttle_server_logs(float(config["limits"]["log_interval_s"]))
     services = _services(settings, config)
     await services.start()     # every model loaded before the first session can ask for one
     mcp = await start_server_tools(config, services) if settings["with_mcp"] else None

@@ -97,8 +97,13 @@ def _format_error(fmt, v):
                 return "may hold only a-z, 0-9 and _"
         return None
     if fmt == "sd_name":
-        if v[:1] == "." or "/" in v or "\\" in v or ":" in v:
-            return "must be a plain file name from the card, not a path"
+        # A name as the card's listing gives it: "lesson.mp3" or
+        # "unit1/lesson.mp3"; nothing that could leave the card's root.
+        if "\\" in v or ":" in v:
+            return "must be a file name from the card's listing, not a path out of it"
+        for part in v.split("/"):
+            if not part or part[:1] == ".":
+                return "must be a file name from the card's listing, not a path out of it"
         for c in v:
             if c < " ":
                 return "must not hold control characters"

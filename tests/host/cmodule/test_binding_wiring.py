@@ -20,8 +20,13 @@ def test_every_core_source_is_built_by_both_module_files():
     for c in sorted((XZ / "core").glob("*.c")):
         assert "core/" + c.name in cmake, c.name
         assert c.name in mk, c.name
-    for c in ("mod_xzaudio_io.c", "esp32/xz_engine.c", "esp32/xz_i2s.c", "esp32/xz_mp3task.c"):
+    for c in ("mod_xzaudio_io.c", "mod_xzaudio_speech.c", "esp32/xz_engine.c", "esp32/xz_i2s.c",
+              "esp32/xz_mp3task.c", "esp32/xz_speech.c"):
         assert c in cmake, c
+    # The unix port builds the binding over the host engines, never the board's.
+    for c in ("mod_xzaudio_speech.c", "host/xz_engine_host.c", "host/xz_speech_host.c"):
+        assert c in mk, c
+    assert "esp32/xz_" not in mk.replace("esp32/xz_engine.h", "")
 
 
 def test_module_is_registered_and_core_stays_portable():
@@ -55,14 +60,31 @@ def test_component_manifest_declares_the_codecs():
 
 def test_audio_pins_agree_in_the_engine_the_binding_and_the_hardware_doc():
     """The board's I2S wiring is written in three places: a board change
-    that missed one would start the codec on the wrong pins."""
+    that missed one would start the codec on the wrong pins. The engine's
+    default wiring and xzaudio.start()'s keywords are the same set, with
+    the same defaults."""
     engine = (XZ / "esp32" / "xz_engine.h").read_text()
-    default = re.search(r"#define XZ_PINS_DEFAULT \{(.*?)\}", engine).group(1)
-    pins = {k: int(v) for k, v in re.findall(r"\.(\w+) = (\d+)", default)}
+    default = re.search(r"#define XZ_PINS_DEFAULT \{(.*?)\}\n", engine, re.S).group(1)
+    pins = {k: int(v) for k, v in re.findall(r"\.(\w+) = (-?\d+)", default)}
+    fields = re.search(r"typedef struct \{(.*?)\} xz_pins_t;", engine, re.S).group(1)
+    names = re.findall(r"(\w+)(?=[,;])", re.sub(r"/\*.*?\*/", "", fields, flags=re.S))
+    assert sorted(pins) == sorted(names)
     binding = (XZ / "mod_xzaudio_io.c").read_text()
     start_kw = {k: int(v) for k, v in re.findall(r"\{MP_QSTR_(\w+), MP_ARG_KW_ONLY \| MP_ARG_INT, "
-                                                 r"\{\.u_int = (\d+)\}\}", binding)}
+                                                 r"\{\.u_int = (-?\d+)\}\}", binding)}
     assert start_kw == pins
+    assert {"mode", "rate", "mic_rate", "mic_bclk", "mic_ws", "tdm_slots", "mic_slot", "ref_slot"} <= set(pins)
     doc = (ROOT / "docs" / "hardware.md").read_text()
     for name in ("mclk", "bclk", "ws", "dout", "din"):
         assert re.search(r"\|\s*I2S %s\b[^|]*\|\s*GPIO%d\s*\|" % (name.upper(), pins[name]), doc), name
+
+
+def test_board_voice_calls_only_what_the_binding_defines():
+    qstrs = set()
+    for c in XZ.glob("mod_xzaudio*.c"):
+        qstrs |= set(re.findall(r"MP_QSTR_(\w+)", c.read_text()))
+    voice = (ROOT / "firmware" / "hal" / "esp32" / "voice.py").read_text()
+    used = set(re.findall(r"_c\.(\w+)", voice)) | set(re.findall(r"\bsp\.(\w+)\(", voice))
+    used |= set(re.findall(r"self\._sp\.(\w+)\(", voice))
+    assert {"Speech", "running", "start", "set_commands", "event", "pause", "aec", "models"} <= used
+    assert sorted(u for u in used if u not in qstrs) == []

@@ -64,3 +64,44 @@ async def test_a_burst_of_publishes_from_the_board_arrives_whole(api, interp):
         except asyncio.TimeoutError:
             pass
     assert sorted(got) == list(range(900)), (len(got), len(set(got)))
+
+
+TWINS = """
+import asyncio, json, sys
+import mqtt
+port, dev, user, password = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+async def main():
+    # Two boards with one device id (a copied state): the broker gives the
+    # session to the newer CONNECT and drops the other, again and again.
+    twins = [mqtt.MQTTClient("127.0.0.1", port, "xz-" + dev, user=user, password=password,
+                             send_buf=512, max_packet=512, retry_ms=(50, 30000)) for _ in range(2)]
+    for c in twins:
+        asyncio.create_task(c.run())
+    while twins[0].connects < 5:
+        await asyncio.sleep(0.02)
+    print(json.dumps({"connects": [c.connects for c in twins],
+                      "delay_ms": [c.retry_delay_ms for c in twins]}))
+    for c in twins:
+        await c.disconnect()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("interp", ["micropython", "cpython"])
+async def test_two_boards_with_one_client_id_back_off_instead_of_storming(api, interp):
+    # Without backoff growth both boards reconnect every 50 ms for ever; with
+    # it, each link that the other board takes at once doubles the next wait.
+    exe = [tool("micropython"), "-X", "heapsize=4M"] if interp == "micropython" else [sys.executable]
+    dev = "02:00:00:00:00:78"
+    user, password = await credentials(api.server, dev)
+    proc = await asyncio.create_subprocess_exec(
+        *exe, "-c", TWINS, str(api.server.broker.port), dev, user, password,
+        cwd=ROOT, env=firmware_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, err.decode()
+    got = json.loads(out.decode().splitlines()[-1])
+    # Four links of A were taken from it: its wait grew 50, 100, 200, 400 ms.
+    assert got["delay_ms"][0] >= 400, got
+    assert b"retrying in" in out

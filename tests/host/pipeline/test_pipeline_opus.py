@@ -3,7 +3,7 @@ import pytest
 
 from testkit import audio
 from xiaozhi_server.pipeline.opus import OpusDecoder, OpusEncoder
-from xiaozhi_server.pipeline.resample import Resampler, resample_once
+from xiaozhi_server.audio.resample import Resampler, resample_once
 
 
 def test_downstream_24k_60ms_frames_decode_back_to_the_same_tone():

@@ -2,7 +2,7 @@
 import pytest
 
 from testkit import audio
-from xiaozhi_server.pipeline.resample import resample_once
+from xiaozhi_server.audio.resample import resample_once
 from xiaozhi_server.pipeline.turn import EndOfTurnDetector
 from xiaozhi_server.providers import create
 

@@ -5,18 +5,10 @@ import pytest
 from aiohttp import web
 
 from testkit import audio
+from testkit.local_net import serve
 from xiaozhi_server.providers import ProviderUnavailable, create
-from xiaozhi_server.providers.text_split import split_for_limit
+from xiaozhi_server.text.split import split_for_limit
 from xiaozhi_server.providers.tts_base import TtsError, TtsProvider
-
-
-async def serve(app):
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    return runner, "http://127.0.0.1:%d" % port
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ of the simulator sees on its console (JSON lines, each a valid sim.event),
 the reply WAVs it writes, and how it ends."""
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,73 @@ async def test_power_cut_ends_without_standby(run_sim, tmp_path):
     assert sim.find("standby") == []
 
 
+@pytest.mark.parametrize("lang,port", [("zh", []), ("en", []), ("zh", ["--micropython"])])
+async def test_the_voice_menu_asks_aloud_offline_and_says_when_it_times_out(run_sim, tmp_path, lang, port):
+    # 「切换模式」 with no server: the device itself asks which mode (the
+    # lines rendered into the assets), in the child's language, and says a
+    # line when no answer comes. Both are heard: a reply WAV each.
+    import json
+    table = json.loads((ROOT / "firmware" / "assets" / "commands.json").read_text(encoding="utf-8"))
+    table["menu_timeout_ms"] = 1500
+    state = tmp_path / "state"
+    state.mkdir()
+    (tmp_path / "commands.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    (state / "config.json").write_text(json.dumps({"commands_path": str(tmp_path / "commands.json"),
+                                                   "language": lang}))
+    sim = await run_sim(state, "--server", "ws://127.0.0.1:9/xiaozhi/v1/", *port)
+    await sim.wait_event("state", state="idle", since=2)
+    mark = sim.mark()
+    await sim.send("phrase 切换模式")
+    menu = await sim.wait_event("menu", what="open")     # once asked: the reply comes first
+    assert menu["step"] == "voice_entry" and menu["spoken"] is True
+    assert menu["choices"] == ["打开翻译", "开始复读", "我们来聊天吧"]
+    index = json.loads((ROOT / "firmware" / "assets" / "prompts" / "index.json").read_text(encoding="utf-8"))
+    asked = sim.find("reply", since=mark)
+    assert len(asked) == 1, sim.events[mark:]
+    seconds, speech = voiced(asked[0]["wav"])
+    assert abs(seconds - index["voice_entry"][lang]["seconds"]) < 0.2 and speech > 0.3
+    mark = sim.mark()
+    await sim.wait_event("menu", what="timeout", since=mark)
+    said = sim.find("reply", since=mark)
+    assert len(said) == 1, sim.events[mark:]
+    said = said[0]
+    seconds, speech = voiced(said["wav"])
+    assert abs(seconds - index["menu_timeout"][lang]["seconds"]) < 0.2 and speech > 0.3
+    # The menu is closed: its choices are no command words any more.
+    await sim.send("phrase 打开翻译")
+    await sim.send("status")
+    await sim.wait_event("status", since=sim.events.index(said))
+    assert not sim.find("task", app_id="english_translation")
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    assert sim.bad_lines == []
+
+
+async def test_the_voice_menu_takes_the_floor_from_a_conversation_and_gives_it_back(
+        start_server, run_sim, tmp_path):
+    # In a conversation: the device stops listening to ask (the server is
+    # not sent the question), and after the menu's timeout it listens again.
+    import json
+    table = json.loads((ROOT / "firmware" / "assets" / "commands.json").read_text(encoding="utf-8"))
+    table["menu_timeout_ms"] = 1500
+    state = tmp_path / "state"
+    state.mkdir()
+    (tmp_path / "commands.json").write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+    (state / "config.json").write_text(json.dumps({"commands_path": str(tmp_path / "commands.json")}))
+    server = await start_server(config(None))
+    sim = await run_sim(state, "--server", server.ws.url)
+    await boot_to_opener(sim)
+    mark = sim.mark()
+    await sim.send("phrase 切换模式")
+    await sim.wait_event("menu", what="open")
+    assert sim.find("state", since=mark)[0]["state"] == "idle"      # stopped listening to ask
+    assert len(sim.find("reply", since=mark)) == 1
+    timeout = await sim.wait_event("menu", what="timeout", since=mark)
+    await sim.wait_event("state", state="listening", since=sim.events.index(timeout))
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+
+
 async def test_console_commands_answer_as_events(run_sim, tmp_path):
     sim = await run_sim(tmp_path / "state", "--server", "ws://127.0.0.1:9/xiaozhi/v1/")
     await sim.wait_event("state", state="idle", since=2)
@@ -181,6 +249,43 @@ async def test_micropython_board_hears_the_opener(start_server, run_sim, tmp_pat
     await sim.send("quit")
     assert await sim.wait_exit() == 0
     assert sim.bad_lines == []
+
+
+@pytest.mark.parametrize("nvs", [
+    b"\x00\xff\x13 flash garbage", b'{"xiaozhi": {"pending.g": ["i", 0], "pending.0": ["b", "7b22',
+    # a partition that reads, with values no firmware wrote: the client id
+    # is not UTF-8, the pending record is a list
+    b'{"xiaozhi": {"client_id": ["b", "fffe41"], "pending.g": ["i", 0], "pending.0": ["b", "5b315d"]}}'])
+async def test_a_corrupt_nvs_partition_boots_to_chat_with_a_log_line(start_server, run_sim, tmp_path, nvs):
+    server = await start_server(config(None))
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "nvs.json").write_bytes(nvs)
+    sim = await run_sim(state, "--server", server.ws.url)
+    await boot_to_opener(sim)
+    text = "\n".join(sim.lines)
+    assert "erased, booting on defaults" in text or "treated as absent" in text or "new one is made" in text
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+
+
+async def test_pip_64_bit_port_runs_a_conversation_and_says_its_heap_is_not_the_boards(
+        start_server, run_sim, tmp_path, monkeypatch):
+    # A newcomer without the MicroPython source has only pip's 64-bit port:
+    # at 256 KB it died with MemoryError at the server's first MCP message.
+    pip_port = Path(sys.executable).parent / "micropython"
+    if not pip_port.exists():
+        pytest.skip("pip's MicroPython unix port is not installed")
+    monkeypatch.setenv("XIAOZHI_MICROPYTHON", str(pip_port))
+    server = await start_server(config(None))
+    sim = await run_sim(tmp_path / "state", "--micropython", "--server", server.ws.url)
+    await boot_to_opener(sim)
+    await sim.send("status")
+    assert (await sim.wait_event("status"))["state"] == "listening"
+    await sim.send("quit")
+    assert await sim.wait_exit() == 0
+    text = "\n".join(sim.lines)
+    assert "MemoryError" not in text and "64-bit MicroPython port" in text
 
 
 @pytest.mark.parametrize("args", [["--device-id", "board-7"], ["--mqtt", "nohost"], ["--server", "ftp://x"]])

@@ -8,6 +8,7 @@ manifest API (include/module/package: paths relative to the manifest, a
 package walks its folder or takes `files` relative to it)."""
 import ast
 import os
+import json
 import re
 
 import pytest
@@ -85,11 +86,26 @@ def version_module():
 
 def expected_frozen():
     names = {p.name for p in (FIRMWARE / "lib").glob("*.py")}
+    names |= {p.relative_to(FIRMWARE / "lib").as_posix() for p in (FIRMWARE / "lib").glob("*/*.py")}
     names |= {"hal/" + p.name for p in (FIRMWARE / "hal").glob("*.py")}
     names |= {"hal/esp32/" + p.name for p in (FIRMWARE / "hal" / "esp32").glob("*.py")}
     names |= {p.relative_to(FIRMWARE).as_posix() for p in (FIRMWARE / "app").rglob("*.py")
               if "__pycache__" not in p.parts}
-    return names | {"main.py", "fwversion.py"}
+    names |= {"main.py", "fwversion.py"}
+    if (ROOT / "build" / "firmware" / "board_profile.py").exists():
+        names.add("board_profile.py")  # left by a build: the board profile is frozen too
+    return names
+
+
+def test_manifest_freezes_the_board_profile_a_build_wrote(version_module):
+    path = ROOT / "build" / "firmware" / "board_profile.py"
+    if path.exists():
+        pytest.skip("a build left build/firmware/board_profile.py")
+    path.write_text("PROFILE = {}\n")
+    try:
+        assert ManifestRecorder().run()["board_profile.py"] == str(path)
+    finally:
+        path.unlink()
 
 
 def test_manifest_freezes_the_app_lib_esp32_hal_main_and_version(version_module):
@@ -142,13 +158,20 @@ def partitions():
 
 def test_partition_table_fits_16mb_without_overlaps_and_aligned():
     rows = partitions()
-    assert [r[0] for r in rows] == ["nvs", "phy_init", "factory", "assets", "vfs"]
+    assert [r[0] for r in rows] == ["nvs", "phy_init", "factory", "model", "vfs"]
     end = 0x9000  # bootloader and the table itself come first
     for name, ptype, _, off, size in rows:
         assert off >= end, name
         assert off % (0x10000 if ptype == "app" else 0x1000) == 0, name
         end = off + size
     assert end <= 16 * 1024 * 1024
+
+
+def test_model_partition_is_where_esp_sr_looks_for_its_models():
+    # esp_srmodel_init("model") finds a data partition by that label and
+    # mounts it as SPIFFS (esp-sr src/model_path.c), as xiaozhi-esp32's tables have it
+    model = [r for r in partitions() if r[0] == "model"][0]
+    assert model[1:3] == ("data", "spiffs")
 
 
 def test_nvs_partition_is_the_size_the_host_simulation_models():
@@ -168,24 +191,38 @@ def test_board_definition_uses_16mb_and_this_partition_table():
     assert "boards/sdkconfig.spiram_oct" in cmake
 
 
-def hal_pins():
-    tree = ast.parse((FIRMWARE / "hal" / "esp32" / "board.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PINS":
-            return ast.literal_eval(node.value)
-    raise AssertionError("no PINS table")
+def profile(name):
+    return json.loads((FIRMWARE / "boards" / ("%s.json" % name)).read_text())
 
 
-def test_board_i2c_pins_equal_the_hal_pin_table():
+def profile_pins(p):
+    """{field: GPIO} of every wired pin of a profile."""
+    pins = {"i2c.sda": p["i2c"]["sda"], "i2c.scl": p["i2c"]["scl"]}
+    pins.update(("audio.pins." + k, v) for k, v in p["audio"]["pins"].items())
+    if p["amp"] and p["amp"]["kind"] == "gpio":
+        pins["amp.pin"] = p["amp"]["pin"]
+    pins.update(("buttons." + k, v) for k, v in p["buttons"].items() if v is not None)
+    pins.update(("sd." + k, v) for k, v in (p["sd"] or {}).items() if k != "width")
+    for k in ("rtc_int", "led"):
+        if p[k] is not None:
+            pins[k] = p[k]
+    return pins
+
+
+def test_board_definition_i2c_pins_are_the_default_profile_s():
     header = (BOARD / "mpconfigboard.h").read_text()
     defined = dict((k, int(v)) for k, v in re.findall(r"#define (MICROPY_HW_I2C0_\w+)\s+\((\d+)\)", header))
-    pins = hal_pins()
-    assert defined == {"MICROPY_HW_I2C0_SCL": pins["i2c_scl"], "MICROPY_HW_I2C0_SDA": pins["i2c_sda"]}
+    sening = profile("sening")
+    assert defined == {"MICROPY_HW_I2C0_SCL": sening["i2c"]["scl"], "MICROPY_HW_I2C0_SDA": sening["i2c"]["sda"]}
 
 
-def test_hardware_doc_lists_every_pin_of_the_hal_table():
+def test_hardware_doc_lists_every_pin_of_every_profile_and_the_partitions():
     doc = (ROOT / "docs" / "hardware.md").read_text()
-    for name, gpio in hal_pins().items():
-        assert re.search(r"\|\s*`%s`\s*\|\s*GPIO%d\s*\|" % (name, gpio), doc), name
+    names = sorted(p.stem for p in (FIRMWARE / "boards").glob("*.json"))
+    assert names == ["bread-compact", "esp32-s3-box-3", "sening"]
+    for name in names:
+        section = doc.split("#### `%s`" % name, 1)[1].split("\n\n", 2)[1]
+        for field, gpio in profile_pins(profile(name)).items():
+            assert re.search(r"\|\s*`%s`\s*\|\s*GPIO%d\s*\|" % (re.escape(field), gpio), section), (name, field)
     for name, _, _, off, size in partitions():
         assert re.search(r"\|\s*`%s`\s*\|.*\|\s*0x%X\s*\|\s*0x%X\s*\|" % (name, off, size), doc, re.I), name

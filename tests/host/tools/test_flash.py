@@ -31,7 +31,7 @@ flash = load_flash()
 
 def clean_env(**extra):
     """The environment of a machine with no ESP-IDF and no MicroPython tree."""
-    env = {k: v for k, v in os.environ.items() if k not in ("IDF_PATH", "MICROPY_DIR")}
+    env = {k: v for k, v in os.environ.items() if k not in ("IDF_PATH", "MICROPY_DIR", "ESP_SR")}
     env.update(extra)
     return env
 
@@ -64,8 +64,10 @@ def test_dry_run_prints_the_exact_build_esptool_and_mpremote_commands(tmp_path):
         "make -C %s/ports/esp32 BOARD_DIR=%s BUILD=%s USER_C_MODULES=%s FROZEN_MANIFEST=%s"
         % (mpy, BOARD, IMAGE.parent, ROOT / "firmware/cmodules/micropython.cmake",
            ROOT / "firmware/manifest.py"),
-        "%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 write-flash 0x0 %s"
-        % (PY, IMAGE),
+        # esp-sr's own packer makes the speech models image from the build's sdkconfig
+        "%s $ESP_SR/model/movemodel.py -d1 %s -d2 $ESP_SR -d3 %s" % (PY, IMAGE.parent / "sdkconfig", IMAGE.parent),
+        "%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 write-flash 0x0 %s 0x310000 %s"
+        % (PY, IMAGE, IMAGE.parent / "srmodels" / "srmodels.bin"),
     ] + shlex.join([PY, "-m", "mpremote", "connect", "/dev/ttyUSB0", "exec", remove]).splitlines() + [
         # firmware/assets (the protocol's schema table, the command words) goes to /assets
         "%s -m mpremote connect /dev/ttyUSB0 fs cp -r %s :" % (PY, ROOT / "build/firmware/upload/assets"),
@@ -75,6 +77,8 @@ def test_dry_run_prints_the_exact_build_esptool_and_mpremote_commands(tmp_path):
     # the paths given do not exist: the dry run says a real run would stop
     assert "# a real run stops here: IDF_PATH=%s has no tools/idf.py" % (tmp_path / "esp-idf") in out.stdout
     assert "# expect the board to print %s" % version in out.stdout
+    assert "# write build/firmware/board_profile.py: the sening board profile" in out.stdout
+    assert "# a real run stops here: ESP_SR is not set" in out.stdout
 
 
 def test_dry_run_runs_nothing_and_writes_nothing(tmp_path):
@@ -133,13 +137,47 @@ def test_app_only_dry_run_skips_build_and_esptool_and_copies_the_app(tmp_path):
     assert set(names) >= {"app", "hal", "main.py", "fwversion.py", "config.json", "assets"}
 
 
-def test_model_image_goes_to_the_assets_partition(tmp_path):
+@pytest.mark.parametrize("board", ["sening", "esp32-s3-box-3", "bread-compact"])
+def test_make_flash_dry_run_per_board_freezes_its_profile_and_writes_the_models(board, tmp_path):
+    out = subprocess.run(["make", "-s", "flash", "BOARD=" + board, "PORT=/dev/ttyUSB0", "ARGS=--dry-run"],
+                         capture_output=True, text=True, cwd=ROOT, env=clean_env(ESP_SR=str(tmp_path / "sr")),
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "# write build/firmware/board_profile.py: the %s board profile" % board in out.stdout
+    cmds = commands(out.stdout)
+    assert "%s %s/model/movemodel.py -d1 %s -d2 %s -d3 %s" % (
+        PY, tmp_path / "sr", IMAGE.parent / "sdkconfig", tmp_path / "sr", IMAGE.parent) in cmds
+    assert any(c.endswith("write-flash 0x0 %s 0x310000 %s" % (IMAGE, IMAGE.parent / "srmodels/srmodels.bin"))
+               for c in cmds)
+    # what the build freezes is that board's profile, exactly
+    profile = flash.board_profiles.load(board)
+    ns = {}
+    exec(flash.profile_source(profile), ns)
+    assert ns["PROFILE"] == profile
+
+
+def test_unknown_board_is_refused_naming_the_known_ones():
+    out = subprocess.run(["make", "-s", "flash", "BOARD=box-9", "ARGS=--dry-run"], capture_output=True,
+                         text=True, cwd=ROOT, env=clean_env(), timeout=120)
+    assert out.returncode != 0
+    assert "unknown board 'box-9'; known boards: bread-compact, esp32-s3-box-3, sening" in out.stderr
+    out = run("--board", "box-9", "--dry-run")
+    assert out.returncode == 2 and "known boards: bread-compact" in out.stderr
+
+
+def test_no_models_leaves_the_model_partition_alone():
+    out = run("flash", "--dry-run", "--port", "/dev/ttyUSB0", "--no-models")
+    assert [c for c in commands(out.stdout) if " esptool " in c] == [
+        "%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 write-flash 0x0 %s" % (PY, IMAGE)]
+
+
+def test_model_image_goes_to_the_model_partition(tmp_path):
     model = tmp_path / "srmodels.bin"
     model.write_bytes(b"\0" * 4096)
     out = run("flash", "--dry-run", "--port", "/dev/ttyUSB0", "--model-image", str(model))
     assert out.returncode == 0, out.stderr
     esptool = [c for c in commands(out.stdout) if " esptool " in c]
-    offset, _ = flash.partition("assets")
+    offset, _ = flash.partition("model")
     assert esptool == ["%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 "
                        "write-flash 0x0 %s 0x%x %s" % (PY, IMAGE, offset, model)]
     assert offset == 0x310000
@@ -147,12 +185,12 @@ def test_model_image_goes_to_the_assets_partition(tmp_path):
 
 def test_model_image_larger_than_its_partition_is_refused(tmp_path):
     model = tmp_path / "huge.bin"
-    _, size = flash.partition("assets")
+    _, size = flash.partition("model")
     with open(model, "wb") as f:
         f.truncate(size + 1)
     out = run("flash", "--dry-run", "--port", "/dev/ttyUSB0", "--model-image", str(model))
     assert out.returncode == 2
-    assert "the assets partition holds %d" % size in out.stderr
+    assert "the model partition holds %d" % size in out.stderr
 
 
 def test_baud_is_configurable():

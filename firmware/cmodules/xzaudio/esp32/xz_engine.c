@@ -3,7 +3,9 @@
  * libopus only ever runs on this task's 40 KB stack (MicroPython's task
  * has 16 KB). Queues to and from MicroPython are the core's SPSC rings.
  *
- *   mic:  I2S 24 kHz -> resample 2:3 -> 16 kHz -> 60 ms framer -> Opus -> mic ring
+ *   mic:  I2S (24 kHz -> resample 2:3, or 16 kHz) -> 16 kHz
+ *           -> the speech engine (with the reference, when the wiring has one)
+ *           -> 60 ms framer -> Opus -> mic ring (while AudioIn is started)
  *   spk:  spk ring -> Opus decode (24 kHz, or 16 kHz then 3:2) -> volume -> I2S
  *         when no speech is queued, PCM from the MP3 task's ring instead.
  */
@@ -21,6 +23,7 @@
 #include "xz_opus.h"
 #include "xz_resample.h"
 #include "xz_ring.h"
+#include "xz_speech.h"
 
 #define CODEC_STACK (40 * 1024)
 #define CODEC_PRIO 8
@@ -45,10 +48,12 @@ static struct {
     uint8_t *mic_store, *spk_store;
     xz_enc_t *enc;
     xz_dec_t *dec;
-    xz_rs_t *rs_mic, *rs_spk;
+    xz_rs_t *rs_mic, *rs_ref, *rs_spk;
     xz_framer_t framer;
     int16_t frame[FRAME_MAX];
     int16_t block[BLOCK_MAX];
+    int16_t mic_in[BLOCK_MAX], ref_in[BLOCK_MAX]; /* one block at the mic's I2S rate */
+    int16_t mic16[BLOCK_MAX], ref16[BLOCK_MAX];   /* the same at 16 kHz */
     int16_t pcm[FRAME_MAX * 3 / 2 + 2]; /* decoded (and maybe resampled) speech */
     int16_t dec_out[FRAME_MAX];
     uint8_t pkt[XZ_OPUS_MAX_PACKET];
@@ -56,7 +61,8 @@ static struct {
     volatile int mic_on, spk_on;
     volatile uint32_t spk_rate, volume_q15;
     volatile uint32_t want_rate; /* MP3 task asks the codec task to re-clock */
-    uint32_t rate;               /* current I2S rate */
+    uint32_t rate;               /* current speaker I2S rate */
+    uint32_t echo_blocks;        /* blocks until the speaker's sound has died away */
     uint32_t spk_underruns, mic_frames;
 } E;
 
@@ -66,22 +72,41 @@ static void *psram(size_t n) {
     return p ? p : heap_caps_malloc(n, MALLOC_CAP_8BIT);
 }
 
-static void mic_block(size_t n) {
-    int16_t rs_out[BLOCK_MAX];
-    const int16_t *src = E.block;
+/* The mic's I2S rate now, or 0 while it is not one the path takes: with
+ * one controller the mic follows the speaker's clock, which an MP3 may
+ * have moved. */
+static uint32_t mic_rate_now(void) {
+    uint32_t rate = E.pins.mode == XZ_MODE_SIMPLEX ? E.pins.mic_rate : E.rate;
+    return rate == 24000 || rate == 16000 ? rate : 0;
+}
+
+/* One block of n frames at `rate` to 16 kHz in dst; the sample count. */
+static uint32_t to_16k(xz_rs_t *rs, const int16_t *src, size_t n, uint32_t rate, int16_t *dst) {
     int m;
-    uint32_t off = 0;
-    if (!E.mic_on || (E.rate != 24000 && E.rate != 16000)) {
+    if (rate == 16000) {
+        memcpy(dst, src, n * sizeof(int16_t));
+        return (uint32_t)n;
+    }
+    m = xz_rs_process(rs, src, (uint32_t)n, dst, BLOCK_MAX);
+    return m < 0 ? 0 : (uint32_t)m;
+}
+
+static void mic_block(size_t n) {
+    uint32_t rate = mic_rate_now(), m, off = 0;
+    int ref = XZ_PINS_HAVE_REF(&E.pins);
+    if (!rate || !n || (!E.mic_on && !xz_speech_running())) {
         return; /* no mic while the I2S clock follows an MP3's rate */
     }
-    if (E.rate == 24000) { /* duplex runs at the speaker's rate: 24 -> 16 kHz */
-        m = xz_rs_process(E.rs_mic, E.block, (uint32_t)n, rs_out, BLOCK_MAX);
-        if (m < 0) return;
-        src = rs_out;
-        n = (size_t)m;
+    m = to_16k(E.rs_mic, E.mic_in, n, rate, E.mic16);
+    if (ref && to_16k(E.rs_ref, E.ref_in, n, rate, E.ref16) != m) {
+        return; /* both resamplers see the same counts, so this does not happen */
     }
-    while (off < n) {
-        off += xz_framer_feed(&E.framer, src + off, (uint32_t)(n - off));
+    xz_speech_feed(E.mic16, ref ? E.ref16 : NULL, m, E.echo_blocks > 0);
+    if (!E.mic_on) {
+        return;
+    }
+    while (off < m) {
+        off += xz_framer_feed(&E.framer, E.mic16 + off, m - off);
         if (xz_framer_full(&E.framer)) {
             int len = xz_enc_encode(E.enc, E.frame, E.framer.frame_samples, E.pkt, sizeof(E.pkt));
             if (len > 0) {
@@ -124,6 +149,7 @@ static int next_speech(void) {
 static void spk_block(size_t n) {
     size_t i = 0;
     uint32_t gain = E.volume_q15;
+    int sounded = 0;
     while (i < n) {
         if (E.pcm_pos < E.pcm_len) {
             uint32_t k = E.pcm_len - E.pcm_pos;
@@ -131,15 +157,23 @@ static void spk_block(size_t n) {
             memcpy(E.block + i, E.pcm + E.pcm_pos, k * sizeof(int16_t));
             E.pcm_pos += k;
             i += k;
+            sounded = 1;
         } else if (!(E.spk_on && next_speech())) {
             /* No speech: MP3 PCM if playing, else silence. */
             size_t got = xz_mp3task_pcm(E.block + i, n - i);
             if (got < n - i && xz_mp3_state() == XZ_MP3_IDLE && E.spk_on) {
                 E.spk_underruns++;
             }
+            sounded |= got > 0;
             memset(E.block + i + got, 0, (n - i - got) * sizeof(int16_t));
             i = n;
         }
+    }
+    /* The speech engine is told the speaker sounds until the echo tail is over. */
+    if (sounded) {
+        E.echo_blocks = XZ_SPEECH_ECHO_TAIL_MS / XZ_I2S_BLOCK_MS;
+    } else if (E.echo_blocks) {
+        E.echo_blocks--;
     }
     for (i = 0; i < n; i++) {
         E.block[i] = (int16_t)(((int32_t)E.block[i] * (int32_t)gain) >> 15);
@@ -152,6 +186,7 @@ static void codec_task(void *unused) {
     (void)unused;
     while (E.running) {
         size_t n = E.rate * XZ_I2S_BLOCK_MS / 1000, got;
+        size_t mic_n = (E.pins.mode == XZ_MODE_SIMPLEX ? E.pins.mic_rate : E.rate) * XZ_I2S_BLOCK_MS / 1000;
         while (xQueueReceive(E.jobs, &job, 0) == pdTRUE) {
             job.fn(job.arg);
             xTaskNotifyGive(job.caller);
@@ -160,8 +195,9 @@ static void codec_task(void *unused) {
             if (xz_i2s_set_rate(E.want_rate) == 0) E.rate = E.want_rate;
             E.want_rate = 0;
         }
-        /* The blocking read paces the loop at the I2S clock. */
-        got = xz_i2s_read(E.block, n, 2 * XZ_I2S_BLOCK_MS) / sizeof(int16_t);
+        /* The blocking read paces the loop at the mic's I2S clock (the
+         * speaker's write blocks on its own DMA queue at the same 10 ms). */
+        got = xz_i2s_read(E.mic_in, E.ref_in, mic_n, 2 * XZ_I2S_BLOCK_MS);
         mic_block(got);
         spk_block(n);
     }
@@ -174,6 +210,7 @@ int xz_engine_start(const xz_pins_t *pins) {
         return 0;
     }
     E.pins = *pins;
+    if (!E.pins.mic_rate) E.pins.mic_rate = E.pins.rate;
     E.rate = pins->rate;
     E.volume_q15 = 32768u * 70u / 100u;
     E.mic_store = psram(MIC_RING);
@@ -181,16 +218,18 @@ int xz_engine_start(const xz_pins_t *pins) {
     E.enc = psram(xz_enc_size());
     E.dec = psram(xz_dec_size());
     E.rs_mic = psram(sizeof(xz_rs_t));
+    E.rs_ref = psram(sizeof(xz_rs_t));
     E.rs_spk = psram(sizeof(xz_rs_t));
     E.jobs = xQueueCreate(4, sizeof(job_t));
-    if (!E.mic_store || !E.spk_store || !E.enc || !E.dec || !E.rs_mic || !E.rs_spk || !E.jobs) {
+    if (!E.mic_store || !E.spk_store || !E.enc || !E.dec || !E.rs_mic || !E.rs_ref || !E.rs_spk || !E.jobs) {
         return -1;
     }
     xz_ring_init(&E.mic, E.mic_store, MIC_RING);
     xz_ring_init(&E.spk, E.spk_store, SPK_RING);
     xz_rs_init(E.rs_mic, 2, 3);
+    xz_rs_init(E.rs_ref, 2, 3);
     xz_rs_init(E.rs_spk, 3, 2);
-    err = xz_i2s_open(pins);
+    err = xz_i2s_open(&E.pins);
     if (err != 0) {
         return err;
     }
@@ -208,6 +247,7 @@ int xz_engine_start(const xz_pins_t *pins) {
 }
 
 void xz_engine_stop(void) {
+    xz_speech_stop();
     E.running = 0; /* the task exits after its current block */
     vTaskDelay(pdMS_TO_TICKS(4 * XZ_I2S_BLOCK_MS));
     xz_mp3task_stop();
@@ -233,13 +273,22 @@ static void mic_setup(void *arg) {
     enc_job_t *j = arg;
     j->rc = xz_enc_init(E.enc, j->rate, j->ms);
     if (j->rc == 0) {
+        /* The resamplers run on (the speech engine hears the mic too),
+         * in step with each other: only the framer starts afresh. */
         xz_framer_init(&E.framer, E.frame, xz_enc_frame_samples(E.enc));
-        xz_rs_init(E.rs_mic, 2, 3);
     }
 }
 
 uint32_t xz_engine_base_rate(void) {
     return E.pins.rate;
+}
+
+int xz_engine_running(void) {
+    return E.running;
+}
+
+const xz_pins_t *xz_engine_pins(void) {
+    return &E.pins;
 }
 
 int xz_mic_start(uint32_t opus_rate, uint32_t frame_ms) {

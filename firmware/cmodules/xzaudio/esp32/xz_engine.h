@@ -1,26 +1,55 @@
-/* The audio engine (on the board: I2S full duplex, the codec task that
- * owns every libopus call, and the MP3 task). The MicroPython binding talks
- * to it only through this header; all calls are non-blocking except
- * xz_engine_call, which runs a function on the codec task's large stack
- * and waits for it.
+/* The audio engine (on the board: I2S in one of three wirings, the codec
+ * task that owns every libopus call and feeds the speech engine, and the
+ * MP3 task). The MicroPython binding talks to it only through this header;
+ * all calls are non-blocking except xz_engine_call, which runs a function
+ * on the codec task's large stack and waits for it.
  *
  * The board's engine (xz_engine.c, xz_i2s.c, xz_mp3task.c) needs ESP-IDF
- * 5.x (driver/i2s_std.h, FreeRTOS, espressif/esp_audio_codec); the unix
- * port implements this header with ../host/xz_engine_host.c.
+ * 5.x (driver/i2s_std.h and i2s_tdm.h, FreeRTOS, espressif/esp_audio_codec);
+ * the unix port implements this header with ../host/xz_engine_host.c.
  */
 #ifndef XZ_ENGINE_H
 #define XZ_ENGINE_H
 
 #include <stdint.h>
 
+/* I2S wiring modes (xzaudio.MODE_*):
+ *   DUPLEX   one controller, standard (Philips) TX and RX sharing MCLK
+ *            (256 fs), BCLK and WS; 16-bit mono; one rate. An ES8311
+ *            alone.
+ *   TDM      one controller: TX standard Philips, RX TDM (16-bit slots,
+ *            tdm_slots of them) on the same MCLK/BCLK/WS; the mic is slot
+ *            mic_slot, the playback reference (for echo cancellation)
+ *            slot ref_slot, or none (-1). ES8311 + ES7210, as
+ *            xiaozhi-esp32's BoxAudioCodec reads the ES7210.
+ *   SIMPLEX  no codec, no MCLK: the speaker on I2S0 (bclk, ws, dout),
+ *            the mic on I2S1 (mic_bclk, mic_ws, din), each 32-bit slots,
+ *            left channel, each at its own rate (INMP441 + MAX98357A). */
+#define XZ_MODE_DUPLEX 0
+#define XZ_MODE_TDM 1
+#define XZ_MODE_SIMPLEX 2
+#define XZ_TDM_SLOTS_MAX 8
+
+/* Field names are xzaudio.start()'s keywords (a host test compares the
+ * defaults below with the binding's). */
 typedef struct {
+    int mode;
+    uint32_t rate;                 /* speaker I2S rate (24000) */
+    uint32_t mic_rate;             /* mic I2S rate, 16000 or 24000; 0 = rate (the
+                                    * binding checks the whole set before a start) */
     int mclk, bclk, ws, dout, din; /* GPIO numbers; -1 = unused */
-    uint32_t rate;                 /* I2S rate for both directions (24000) */
+    int mic_bclk, mic_ws;          /* SIMPLEX: the mic's own clock pins */
+    int tdm_slots, mic_slot, ref_slot; /* TDM: slots per frame, mic, reference (-1: none) */
 } xz_pins_t;
 
 /* Board wiring, unverified for the Sening board: these are xiaozhi-esp32's
  * Lichuang ESP32-S3 pins (docs/hardware.md says what else that board needs). */
-#define XZ_PINS_DEFAULT {.mclk = 38, .bclk = 14, .ws = 13, .dout = 45, .din = 12, .rate = 24000}
+#define XZ_PINS_DEFAULT {.mode = 0, .rate = 24000, .mic_rate = 0, .mclk = 38, .bclk = 14, .ws = 13, \
+                         .dout = 45, .din = 12, .mic_bclk = -1, .mic_ws = -1, .tdm_slots = 4, \
+                         .mic_slot = 0, .ref_slot = -1}
+
+/* Reading the wiring: a playback reference reaches the mic side. */
+#define XZ_PINS_HAVE_REF(p) ((p)->mode == XZ_MODE_TDM && (p)->ref_slot >= 0)
 
 int xz_engine_start(const xz_pins_t *pins); /* 0 or an esp_err_t */
 void xz_engine_stop(void);
@@ -73,5 +102,10 @@ int xz_mp3_event_pending(void);
 
 /* mic_dropped, spk_dropped, spk_underruns, mic_frames */
 void xz_engine_stats(uint32_t out[4]);
+
+/* 1 once xz_engine_start succeeded (and until xz_engine_stop). */
+int xz_engine_running(void);
+/* The wiring the engine runs with (valid while it runs). */
+const xz_pins_t *xz_engine_pins(void);
 
 #endif

@@ -4,12 +4,23 @@
  * unchanged and the core's rings, framer, resamplers and libopus settings
  * are the board's.
  *
- *   mic      XZAUDIO_MIC: raw s16le mono PCM at the engine rate (24 kHz),
- *            a file or a FIFO, opened at each AudioIn.start(); unset:
- *            no input. Read without blocking, so the writer sets the pace.
+ *   mic      XZAUDIO_MIC: what the I2S RX line carries, at the mic rate
+ *            (xzaudio.start's mic_rate, else its rate; 24 kHz by default),
+ *            a file or a FIFO, opened at each AudioIn.start(); unset: no
+ *            input. Read without blocking, so the writer sets the pace.
+ *              DUPLEX   s16le mono
+ *              TDM      s16le frames of tdm_slots slots: the mic is slot
+ *                       mic_slot, the reference slot ref_slot (as the
+ *                       board's ES7210 delivers them)
+ *              SIMPLEX  s32le mono slots, the sample in the top bits (as
+ *                       an INMP441 delivers it)
+ *            The board's own helpers (core/xz_pcm) pick the slots and
+ *            convert, then the path is the board's: 24 kHz through the
+ *            2:3 resampler, 16 kHz as is, to the speech engine and Opus.
  *   speaker  XZAUDIO_SPK: what is played (speech, else MP3), appended as
- *            s16le mono at the engine rate, opened again each time an
+ *            s16le mono at the speaker rate, opened again each time an
  *            AudioOut is made; unset: discarded. Silence is not written.
+ *            (SIMPLEX's 32-bit slots are core/xz_pcm's, tested there.)
  *   MP3      the bytes MicroPython feeds (as on the board: it reads the
  *            file) go through a ring to `sox`'s stdin; sox decodes them
  *            to mono PCM at the engine rate (the board re-clocks I2S to
@@ -17,7 +28,11 @@
  *
  * Pacing: the codec thread runs as fast as there is audio to move and
  * sleeps one 10 ms block when there is none, so tests do not wait on the
- * wall clock and an idle engine costs nothing.
+ * wall clock and an idle engine costs nothing. What it played counts as
+ * sounding for as long as it would take to hear it at its rate (no more
+ * than the board's queues hold ahead of the ear, plus the echo tail; a
+ * flush leaves the tail): the speech stand-in (xz_speech_host.c) listens
+ * by that.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,8 +51,10 @@
 #include "xz_engine.h"
 #include "xz_frame.h"
 #include "xz_opus.h"
+#include "xz_pcm.h"
 #include "xz_resample.h"
 #include "xz_ring.h"
+#include "xz_speech.h"
 
 extern char **environ;
 
@@ -49,6 +66,9 @@ extern char **environ;
 #define PCM_RING (32 * 1024)
 #define IN_RING (16 * 1024) /* fed MP3 bytes, as on the board */
 #define EVENTS 16
+/* What the board can hold ahead of the ear: the speech ring (40 frames of
+ * 60 ms) and the DMA queue. The host decodes everything at once. */
+#define SPK_AHEAD_US (2460 * 1000)
 #define IN_ENDED 1
 #define IN_FAILED 2
 /* The end mark is published after the last fed bytes and read before the
@@ -64,6 +84,7 @@ static struct {
     void *job_arg;
     int job_done;
     volatile int running, mic_on, spk_on;
+    xz_pins_t pins;
     uint32_t rate, spk_rate, volume_q15;
     int mic_fd, spk_fd;
     xz_ring_t mic, spk, pcm, events, input;
@@ -71,10 +92,13 @@ static struct {
     uint8_t in_store[IN_RING];
     xz_enc_t *enc;
     xz_dec_t *dec;
-    xz_rs_t rs_mic, rs_spk;
+    xz_rs_t rs_mic, rs_ref, rs_spk;
     xz_framer_t framer;
-    int16_t frame[FRAME_MAX], block[BLOCK_MAX], rs_out[BLOCK_MAX];
+    int16_t frame[FRAME_MAX], block[BLOCK_MAX];
+    int16_t mic_in[BLOCK_MAX], ref_in[BLOCK_MAX], mic16[BLOCK_MAX], ref16[BLOCK_MAX];
+    uint8_t raw[BLOCK_MAX * XZ_TDM_SLOTS_MAX * 2]; /* one mic block as the wire carries it */
     uint32_t block_fill; /* bytes of the next mic block already read */
+    int64_t sounding_until_us; /* when what was played would have been heard */
     int16_t speech[FRAME_MAX * 3 / 2 + 2], dec_out[FRAME_MAX];
     uint32_t speech_len, speech_pos;
     uint8_t pkt[XZ_OPUS_MAX_PACKET];
@@ -110,26 +134,71 @@ static void write_all(int fd, const void *p, size_t n) {
 
 /* ---- codec thread ---- */
 
-/* One mic block when a whole one has arrived: 24 -> 16 kHz, framed, encoded. */
-static int mic_tick(size_t n) {
-    uint32_t want = (uint32_t)n * 2, off = 0;
-    const int16_t *src = H.block;
-    ssize_t k;
+static int64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int xz_host_speaker_sounding(void) {
+    return now_us() < __atomic_load_n(&H.sounding_until_us, __ATOMIC_RELAXED);
+}
+
+static uint32_t mic_rate(void) {
+    return H.pins.mode == XZ_MODE_SIMPLEX ? H.pins.mic_rate : H.rate;
+}
+
+/* Bytes per mic frame on the wire. */
+static uint32_t frame_bytes(void) {
+    if (H.pins.mode == XZ_MODE_TDM) return (uint32_t)H.pins.tdm_slots * 2;
+    return H.pins.mode == XZ_MODE_SIMPLEX ? 4 : 2;
+}
+
+/* The wire's frames to 16-bit mic (and reference) samples: core/xz_pcm, as on the board. */
+static void unpack(size_t n) {
+    if (H.pins.mode == XZ_MODE_TDM) {
+        uint32_t slots = (uint32_t)H.pins.tdm_slots;
+        xz_pcm_take_slot((const int16_t *)H.raw, (uint32_t)n, slots, (uint32_t)H.pins.mic_slot, H.mic_in);
+        if (H.pins.ref_slot >= 0) {
+            xz_pcm_take_slot((const int16_t *)H.raw, (uint32_t)n, slots, (uint32_t)H.pins.ref_slot, H.ref_in);
+        }
+    } else if (H.pins.mode == XZ_MODE_SIMPLEX) {
+        xz_pcm_from_i32((const int32_t *)H.raw, (uint32_t)n, XZ_PCM_INMP441_SHIFT, H.mic_in);
+    } else {
+        memcpy(H.mic_in, H.raw, n * 2);
+    }
+}
+
+static uint32_t to_16k(xz_rs_t *rs, const int16_t *src, size_t n, uint32_t rate, int16_t *dst) {
     int m;
+    if (rate == 16000) {
+        memcpy(dst, src, n * sizeof(int16_t));
+        return (uint32_t)n;
+    }
+    m = xz_rs_process(rs, src, (uint32_t)n, dst, BLOCK_MAX);
+    return m < 0 ? 0 : (uint32_t)m;
+}
+
+/* One mic block when a whole one has arrived: to 16 kHz, to the speech
+ * engine, framed, encoded. */
+static int mic_tick(void) {
+    uint32_t rate = mic_rate(), fb = frame_bytes(), want, off = 0, m;
+    size_t n = rate * BLOCK_MS / 1000;
+    int ref = XZ_PINS_HAVE_REF(&H.pins);
+    ssize_t k;
     if (!H.mic_on || H.mic_fd < 0) return 0;
-    k = read(H.mic_fd, (uint8_t *)H.block + H.block_fill, want - H.block_fill);
+    want = (uint32_t)n * fb;
+    k = read(H.mic_fd, H.raw + H.block_fill, want - H.block_fill);
     if (k <= 0) return 0; /* nothing yet (EAGAIN), or the end of a file */
     H.block_fill += (uint32_t)k;
     if (H.block_fill < want) return 1;
     H.block_fill = 0;
-    if (H.rate == 24000) {
-        m = xz_rs_process(&H.rs_mic, H.block, (uint32_t)n, H.rs_out, BLOCK_MAX);
-        if (m < 0) return 1;
-        src = H.rs_out;
-        n = (size_t)m;
-    }
-    while (off < n) {
-        off += xz_framer_feed(&H.framer, src + off, (uint32_t)(n - off));
+    unpack(n);
+    m = to_16k(&H.rs_mic, H.mic_in, n, rate, H.mic16);
+    if (ref) to_16k(&H.rs_ref, H.ref_in, n, rate, H.ref16);
+    xz_speech_feed(H.mic16, ref ? H.ref16 : NULL, m, xz_host_speaker_sounding());
+    while (off < m) {
+        off += xz_framer_feed(&H.framer, H.mic16 + off, m - off);
         if (xz_framer_full(&H.framer)) {
             int len = xz_enc_encode(H.enc, H.frame, H.framer.frame_samples, H.pkt, sizeof(H.pkt));
             if (len > 0) {
@@ -159,6 +228,17 @@ static int next_speech(void) {
     return 1;
 }
 
+/* A real speaker takes got / rate seconds to play a block, then echoes;
+ * it is never further ahead of the ear than the board's queues hold. */
+static void sounding(size_t got) {
+    int64_t now = now_us(), tail = XZ_SPEECH_ECHO_TAIL_MS * 1000;
+    int64_t until = __atomic_load_n(&H.sounding_until_us, __ATOMIC_RELAXED);
+    int64_t start = until > now + tail ? until - tail : now;
+    int64_t end = start + (int64_t)got * 1000000 / H.rate;
+    if (end > now + SPK_AHEAD_US) end = now + SPK_AHEAD_US;
+    __atomic_store_n(&H.sounding_until_us, end + tail, __ATOMIC_RELAXED);
+}
+
 /* One speaker block: speech first, else the MP3's PCM; silence is skipped. */
 static int spk_tick(size_t n) {
     size_t got = 0, i;
@@ -175,6 +255,7 @@ static int spk_tick(size_t n) {
     if (got == 0) return 0;
     for (i = 0; i < got; i++) H.block[i] = (int16_t)(((int32_t)H.block[i] * (int32_t)H.volume_q15) >> 15);
     write_all(H.spk_fd, H.block, got * 2);
+    sounding(got);
     return 1;
 }
 
@@ -197,7 +278,7 @@ static void *codec_thread(void *unused) {
             busy = 1;
         }
         pthread_mutex_unlock(&H.lock);
-        busy |= mic_tick(n);
+        busy |= mic_tick();
         busy |= spk_tick(n);
         if (!busy) nap_ms(BLOCK_MS);
     }
@@ -354,6 +435,8 @@ static void *mp3_thread(void *unused) {
 
 int xz_engine_start(const xz_pins_t *pins) {
     if (H.running) return 0;
+    H.pins = *pins;
+    if (!H.pins.mic_rate) H.pins.mic_rate = H.pins.rate;
     H.rate = pins->rate;
     H.volume_q15 = 32768u * 70u / 100u;
     H.enc = malloc(xz_enc_size());
@@ -365,6 +448,7 @@ int xz_engine_start(const xz_pins_t *pins) {
     xz_ring_init(&H.events, H.ev_store, EVENTS);
     xz_ring_init(&H.input, H.in_store, IN_RING);
     xz_rs_init(&H.rs_mic, 2, 3);
+    xz_rs_init(&H.rs_ref, 2, 3);
     xz_rs_init(&H.rs_spk, 3, 2);
     H.running = 1;
     if (pthread_create(&H.codec, NULL, codec_thread, NULL) != 0) {
@@ -379,6 +463,7 @@ int xz_engine_start(const xz_pins_t *pins) {
 }
 
 void xz_engine_stop(void) {
+    xz_speech_stop();
     pthread_mutex_lock(&H.lock);
     H.running = 0;
     H.mp3_stop = 1;
@@ -411,6 +496,7 @@ static void mic_setup(void *arg) {
     if (s->rc == 0) {
         xz_framer_init(&H.framer, H.frame, xz_enc_frame_samples(H.enc));
         xz_rs_init(&H.rs_mic, 2, 3);
+        xz_rs_init(&H.rs_ref, 2, 3);
         if (H.mic_fd >= 0) close(H.mic_fd);
         H.mic_fd = open_env("XZAUDIO_MIC", O_RDONLY | O_NONBLOCK);
         H.block_fill = 0;
@@ -465,10 +551,15 @@ int xz_spk_writable(uint32_t len) {
 }
 
 static void spk_drain(void *unused) {
+    int64_t tail = now_us() + XZ_SPEECH_ECHO_TAIL_MS * 1000;
     (void)unused;
     while (xz_pkt_skip(&H.spk) >= 0) {
     }
     H.speech_len = H.speech_pos = 0;
+    /* What was flushed is never played: only the echo tail is left. */
+    if (__atomic_load_n(&H.sounding_until_us, __ATOMIC_RELAXED) > tail) {
+        __atomic_store_n(&H.sounding_until_us, tail, __ATOMIC_RELAXED);
+    }
 }
 
 void xz_spk_flush(void) {
@@ -554,4 +645,12 @@ void xz_engine_stats(uint32_t out[4]) {
     out[1] = H.spk.dropped;
     out[2] = 0; /* no I2S clock to fall behind on the host */
     out[3] = H.mic_frames;
+}
+
+int xz_engine_running(void) {
+    return H.running;
+}
+
+const xz_pins_t *xz_engine_pins(void) {
+    return &H.pins;
 }

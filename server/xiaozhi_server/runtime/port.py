@@ -1,0 +1,80 @@
+"""What the App Runtime may ask of the connection it drives.
+
+The runtime decides (which task runs, what the child's words lead to); the
+session speaks and listens. SessionPort is everything the runtime uses of
+it, so the runtime never imports the session (the session imports the
+runtime and calls it directly) and a test can drive the runtime with
+anything that has these members. A new need of the runtime is a member
+added here first, then to session/session.py, which implements it.
+ModeDriver is what a mode's handler uses of the runtime, so modes.py and
+runtime.py do not import each other either.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol
+
+if TYPE_CHECKING:
+    from ..mcp.device_client import DeviceMcp
+    from ..mcp.tools import ToolTable
+    from ..pipeline.dialogue import Dialogue
+    from ..pipeline.listener import Utterance
+    from ..text.lines import Lines
+
+
+class SessionPort(Protocol):
+    # What the runtime reads of the connection.
+    device_id: str
+    language: str               # the child's language for lines: "zh", "en"
+    hello: dict | None          # the device's hello (its features)
+    closed: bool
+    epoch: int                  # bumped by every abort: a reply of an older epoch is stale
+    last_user_speech: float     # monotonic time the child last spoke (0.0: not yet)
+    last_tts_stop: float        # monotonic time of our last `tts stop`
+    mcp: DeviceMcp              # the device's own tools
+    tools: ToolTable            # the tools the LLM is offered (device, server, runtime)
+    dialogue: Dialogue          # the chat history, tool policy and system prompt
+    turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
+    lines: Lines                # every line it may speak (data/lines.json, the operator's file)
+
+    # Tasks and replies.
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...
+
+    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any,
+                    answers: Utterance | None = None) -> asyncio.Task: ...
+
+    def in_reply(self) -> bool: ...
+
+    async def abort(self, reason: str) -> None: ...
+
+    async def wait_quiet(self) -> None: ...
+
+    async def child_done(self) -> None: ...
+
+    # Speaking.
+    async def say(self, text: str) -> bool: ...
+
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool: ...
+
+    async def show_emotion(self, emotion: str) -> None: ...
+
+    def first_audio_at(self) -> float | None: ...
+
+    async def greet(self, text: str) -> None: ...
+
+    def farewell(self, text: str) -> None: ...
+
+
+class ModeDriver(Protocol):
+    """What a mode's handler (modes.py) uses of the App Runtime that calls it."""
+
+    session: SessionPort
+    cfg: dict                   # the config's `apps` section
+    session_cfg: dict           # the config's `session` section
+
+    @property
+    def mode(self) -> str: ...
+
+    async def start_default(self, source: str = ...) -> dict: ...
+
+    async def on_wake(self, text: str) -> None: ...

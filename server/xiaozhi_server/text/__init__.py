@@ -1,0 +1,1 @@
+"""Text helpers shared by providers, the pipeline and the tools: script and language, splitting."""

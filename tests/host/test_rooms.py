@@ -1,0 +1,133 @@
+"""The server's rooms import one way. A room is a folder of
+server/xiaozhi_server (session/, pipeline/, runtime/, ...) or one of its
+top-level modules (services.py, server.py, ...). Every import counts: at
+module level, inside functions, and under `if TYPE_CHECKING` (a type-only
+arrow still ties two rooms for a reader and for a move). The test reads the
+source (ast), imports nothing, and names the files behind each arrow of a
+circle it finds."""
+import ast
+import collections
+
+from testkit import ROOT
+
+PACKAGE = ROOT / "server" / "xiaozhi_server"
+NAME = "xiaozhi_server"
+
+
+def _module_of(path, package=PACKAGE):
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return parts
+
+
+def _imports(path, package_dir=PACKAGE):
+    """Every module of the package this file imports, as a list of name parts."""
+    here = _module_of(path, package_dir)
+    package = here if path.name == "__init__.py" else here[:-1]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == NAME:
+                    yield parts
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+            else:
+                base = []
+            mod = base + (node.module.split(".") if node.module else [])
+            if not mod or mod[0] != NAME:
+                continue
+            if node.module:
+                yield mod
+            # `from . import x` names modules (or names) of the package itself
+            for alias in node.names:
+                yield mod + [alias.name]
+
+
+def _room(parts):
+    """xiaozhi_server.session.session -> session; a name that is not a module
+    of a folder (from .. import protocol as proto) is its folder's room."""
+    if len(parts) < 2:
+        return None
+    return parts[1].removesuffix(".py")
+
+
+def room_arrows():
+    """{(room, room): [(file, imported module), ...]} between different rooms."""
+    arrows = collections.defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = _room(_module_of(path))
+        if src is None:
+            continue
+        for mod in _imports(path):
+            dst = _room(mod)
+            if dst is not None and dst != src:
+                arrows[(src, dst)].append((str(path.relative_to(PACKAGE)), ".".join(mod)))
+    return arrows
+
+
+def circles(arrows):
+    """Strongly connected groups of rooms (Tarjan), each larger than one room."""
+    graph = collections.defaultdict(set)
+    for a, b in arrows:
+        graph[a].add(b)
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(list(graph)):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_between_the_servers_rooms():
+    arrows = room_arrows()
+    found = circles(arrows)
+    report = []
+    for group in found:
+        report.append("circle: " + " <-> ".join(group))
+        for (a, b), why in sorted(arrows.items()):
+            if a in group and b in group:
+                report.append("  %s -> %s: %s" % (a, b, "; ".join("%s imports %s" % w for w in why[:4])))
+    assert not found, "\n".join(report)
+
+
+def test_the_walk_sees_type_only_and_function_level_imports(tmp_path):
+    """The walk itself: an import under TYPE_CHECKING or inside a function is an arrow."""
+    probe = tmp_path / NAME / "room_a" / "m.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..room_b.x import y\n"
+                     "def f():\n    from .. import room_c\n    import os\n", encoding="utf-8")
+    rooms = {_room(m) for m in _imports(probe, tmp_path / NAME)}
+    assert rooms == {"room_b", "room_c"}
+    assert circles({("a", "b"): [], ("b", "c"): [], ("c", "a"): [], ("c", "d"): []}) == [["a", "b", "c"]]
+
+
+def test_session_keeps_the_connection_only():
+    """No stage of the voice pipeline lives in session/: it is the connection
+    and the dispatch of its messages (docs/server.md)."""
+    files = sorted(p.name for p in (PACKAGE / "session").glob("*.py"))
+    assert files == ["__init__.py", "session.py"], files
