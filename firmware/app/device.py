@@ -266,11 +266,12 @@ class Device:
             "format": "opus", "sample_rate": proto.UPSTREAM_SAMPLE_RATE, "channels": 1,
             "frame_duration": proto.FRAME_DURATION_MS}, features={"mcp": True})
         ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
-        if not ok and self.cfg.get("ota_url"):
-            # The server may be gone, or draining (docs/deploy.md): OTA names
-            # the one to use now.
+        if not ok and self.channel.close_reason == "unreachable" and self.cfg.get("ota_url"):
+            # Nothing listens there: the server may be gone, or draining
+            # (docs/deploy.md); OTA names the one to use now.
             old = self.ws_url
-            await heap.load("app.boot.ota").configure(self, _REASK_OTA_MS)
+            from app.boot import ota
+            await ota.configure(self, _REASK_OTA_MS)
             for name in heap.AFTER_BOOT:
                 heap.forget(name)
             if self.ws_url != old:
