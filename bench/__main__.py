@@ -3,7 +3,8 @@
 Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge, voice (default: all),
 and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--pid PID]
 [--token T]` drives any xiaozhi server with the concurrency section's load;
-workers: `workers [--sessions 100]` that load against 1 and 2 worker processes.
+workers: `workers [--sessions 100]` that load against 1 and 2 worker processes;
+fleet: three nodes on network namespaces (root): failover, schedules once, nodes.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -18,7 +19,8 @@ import traceback
 from . import report
 
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice")
-ON_REQUEST = ("compare", "workers")   # never part of "all": compare needs a URL, workers doubles a long run
+# never part of "all": compare needs a URL, workers doubles a long run, fleet needs root
+ON_REQUEST = ("compare", "workers", "fleet")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -30,6 +32,7 @@ TITLES = {
     "voice": "9. offline voices: Chinese read back by Whisper, ASR per utterance length",
     "compare": "another xiaozhi server under the concurrency load",
     "workers": "the concurrency load against 1 and 2 worker processes",
+    "fleet": "three nodes on their own hosts: failover, schedules once, load per node",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
 COMPARE_SESSIONS = (1, 10, 50)
@@ -53,6 +56,7 @@ def sizes(args):
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
         "control": {"requests": 300 if q else 2000},
+        "fleet": {"rounds": 1 if q else 3, "schedules": 240 if q else 1000, "seconds": 5.0 if q else 15.0},
         "voice": {"lengths": not q},
     }
 
@@ -90,6 +94,9 @@ def run_section(name, size):
     if name == "workers":
         from .workers import run_workers
         return asyncio.run(run_workers(**size))
+    if name == "fleet":
+        from .fleet import run_fleet
+        return run_fleet(**size)
     if name == "edge":
         from .edge import run_edge
         return asyncio.run(run_edge(**size))

@@ -14,7 +14,8 @@
 #   resume the player, then listening again (idle in manual mode).
 # - any end of the channel: mic off, reply ended, player resumed, idle; the
 #   next wake reconnects (and, if configured, a background retry with
-#   backoff).
+#   backoff); a connect that fails asks OTA again (its server may be gone)
+#   and tries the server it names.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
@@ -45,6 +46,7 @@ except ImportError:  # CPython
 
 MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, complexity 0)
 _HDR_MAX = const(16)        # the largest binary header (v2)
+_REASK_OTA_MS = const(3000)  # per OTA URL when a connect failed: another may answer
 
 _log = log.get("device")
 
@@ -88,6 +90,7 @@ class Device:
         self.channel = Channel(board.clock, self.identity, self._on_json, self._on_audio,
                                self._on_closed)
         self.ws_url = cfg["server_url"]
+        self.ota_index = 0          # which of the OTA URLs answered last (app/boot/ota.py)
         self.token = cfg.get("token", "")
         self.version = cfg.get("protocol_version", 1)
         self.listen_mode = cfg.get("listen_mode", proto.LISTEN_MODE_AUTO)
@@ -263,6 +266,17 @@ class Device:
             "format": "opus", "sample_rate": proto.UPSTREAM_SAMPLE_RATE, "channels": 1,
             "frame_duration": proto.FRAME_DURATION_MS}, features={"mcp": True})
         ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
+        if not ok and self.channel.close_reason == "unreachable" and self.cfg.get("ota_url"):
+            # Nothing listens there: the server may be gone, or draining
+            # (docs/deploy.md); OTA names the one to use now.
+            old = self.ws_url
+            from app.boot import ota
+            await ota.configure(self, _REASK_OTA_MS)
+            for name in heap.AFTER_BOOT:
+                heap.forget(name)
+            if self.ws_url != old:
+                _log.info("OTA moved us to %s", self.ws_url)
+                ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
         if not ok:
             self.bus.emit("error", message="cannot reach the server")
             self.state.go(proto.STATE_IDLE)

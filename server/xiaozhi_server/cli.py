@@ -2,7 +2,7 @@
 
     xiaozhi-server run [--config var/server.yaml] [--host H] [--port 8000]
                        [--http-port 8003] [--workers N] [--insecure] [-v]
-    xiaozhi-server task|schedule|device ...   (control/cli.py: the parents' API)
+    xiaozhi-server task|schedule|device|node ...   (control/cli.py: through a running server's API)
 """
 import argparse
 import asyncio
@@ -66,16 +66,32 @@ def _run(args):
         if server.control is not None:
             print("  API       : http://%s:%d/api/devices/{device_id} (docs/api.md)" % (server.http.host, server.http.port))
         print("  LLM       : %s" % llm)
+        if server.node is not None:
+            print("  store     : %s" % server.control.store.address)
+            print("  node      : %s (OTA sends devices %s)" % (
+                server.node.id, "to the least loaded node" if server.control.store.shared else "here"))
         if server.pool is not None:
             print("  workers   : %d processes share the WebSocket port (pids %s)"
                   % (server.pool.count, ", ".join(str(p) for p in server.pool.pids().values())))
         print("  config    : %s" % (args.config or configmod.DEFAULT_PATH))
         sys.stdout.flush()
-        stop = asyncio.Event()
+        # Ctrl-C stops at once; SIGTERM (a service manager's stop) and `node drain`
+        # drain first: no new devices, replies finish, sessions closed (docs/deploy.md).
+        interrupted = asyncio.Event()
+        terminated = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+        loop.add_signal_handler(signal.SIGTERM, terminated.set)
+        waits = [asyncio.ensure_future(e.wait()) for e in (interrupted, terminated, server.exit_requested)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if terminated.is_set() and not interrupted.is_set():
+            print("xiaozhi-server draining")
+            sys.stdout.flush()
+            drain = asyncio.ensure_future(server.drain())
+            stop_now = asyncio.ensure_future(interrupted.wait())
+            await asyncio.wait([drain, stop_now], return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
         print("xiaozhi-server stopping")
         await server.stop()
         return 0

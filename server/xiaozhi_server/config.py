@@ -145,8 +145,11 @@ DEFAULTS = {
         "auth_dir": None,
     },
     "control": {
-        # The parents' API and its schedule store (SQLite, authoritative for schedules).
+        # The parents' API and its store (authoritative for schedules): the SQLite
+        # file db_path, unless db_url names a PostgreSQL database
+        # (postgresql://user:password@host:5432/dbname), which nodes share (docs/deploy.md).
         "db_path": os.path.join("var", "control.db"),
+        "db_url": None,
         # Bearer token for /api/...; required always when set, and the API
         # refuses every call without one when the server is not on loopback.
         "api_token": None,
@@ -156,6 +159,16 @@ DEFAULTS = {
         # behind them; past both the API answers 429 (0 = no pacing).
         "max_in_flight": 8,
         "max_queued": 32,
+    },
+    # Nodes sharing one store and one broker (docs/deploy.md). A node says it
+    # lives every heartbeat_s; one silent for node_ttl_s is dropped (on
+    # PostgreSQL a killed node is dropped at once: its connection ends).
+    # SIGTERM or `xiaozhi-server node drain` stops taking new devices, lets
+    # replies under way finish for up to drain_timeout_s, then closes sessions.
+    "fleet": {
+        "heartbeat_s": 1.0,
+        "node_ttl_s": 3.0,
+        "drain_timeout_s": 20.0,
     },
 }
 
@@ -168,6 +181,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "XIAOZHI_WORKERS": ("server", "workers", lambda v: v if v == "auto" else int(v)),
     "XIAOZHI_TOKEN": ("auth", "tokens", lambda v: [t for t in v.split(",") if t]),
     "MQTT_URL": ("mqtt", "url", str),
+    "XIAOZHI_DB_URL": ("control", "db_url", str),
     "XIAOZHI_API_TOKEN": ("control", "api_token", str),
     "XIAOZHI_VISION_URL": ("vision", "explain_url", str),
 }
@@ -252,9 +266,14 @@ def check(cfg: dict) -> None:
     workers = cfg.get("server", {}).get("workers", "auto")
     if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
-    for key, value in (cfg.get("limits") or {}).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError("limits.%s must be a positive number, got %r" % (key, value))
+    for section in ("limits", "fleet"):
+        for key, value in (cfg.get(section) or {}).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))
+    db_url = (cfg.get("control") or {}).get("db_url")
+    if db_url and not str(db_url).startswith(("postgresql://", "postgres://", "sqlite:///")):
+        raise ConfigError("control.db_url must be postgresql://user:password@host/dbname (or sqlite:///path), "
+                          "got %r" % db_url)
 
 
 def write_defaults(path: str) -> None:

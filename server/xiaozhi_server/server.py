@@ -1,13 +1,19 @@
 """The whole server in one object: providers, server MCP processes, the
-MQTT broker, the WebSocket endpoint and the HTTP endpoint.
+MQTT broker, the WebSocket endpoint and the HTTP endpoint, and its place
+among the nodes sharing its control store (control/fleet.py).
 
     server = XiaozhiServer(config)
     await server.start()     # everything listening; URLs on the object
     ...
+    await server.drain()     # no new devices; replies finish; sessions closed (SIGTERM)
     await server.stop()
+
+`exit_requested` is set once a drain that `xiaozhi-server node drain`
+asked for is over: the command line then stops the process.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from . import config as configmod
@@ -51,8 +57,14 @@ class XiaozhiServer:
         self.mcp_processes = None
         # The parents' control plane speaks through the broker, so it comes with it.
         self.control = None
+        self.node = None
+        self.exit_requested = asyncio.Event()
+        self._drain = None      # the drain under way (a Future), once one began
         if self.broker is not None:
-            self.control = wiring.create(config, self.services.registry, self.broker, self.http.app)
+            from .control.fleet import new_node_id
+            node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
+            self.control = wiring.create(config, self.services.registry, self.broker, self.http.app, node_id)
+            self.control.on_drain_asked = self._drain_asked
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid
@@ -62,6 +74,9 @@ class XiaozhiServer:
 
     async def start(self) -> XiaozhiServer:
         await self.services.start()   # models and clients load before any device connects
+        if self.control is not None:
+            from .control import wiring
+            await wiring.adopt_shared_secret(self.control, self.broker)
         if self.broker is not None:
             await self.broker.start()
             self.http.broker_url = self.broker.url
@@ -75,9 +90,68 @@ class XiaozhiServer:
                 self.mcp_processes = await start_server_tools(self.config, self.services)
             await self.ws.start()
         await self.http.start()
+        if self.control is not None:
+            await self._join_fleet()
         return self
 
+    # ---- among the nodes ----
+
+    def sessions(self) -> int:
+        return sum(self.pool.sessions()) if self.pool is not None else len(self.services.sessions)
+
+    def public_ws_url(self) -> str | None:
+        """The URL other nodes send devices to: server.public_host, else the
+        bound address when it is one; None for a wildcard bind without a public host."""
+        host = self.config["server"].get("public_host") or self.config["server"]["host"]
+        if not host or host in ("0.0.0.0", "::", "[::]"):
+            return None
+        return self._ws_url_for(host)
+
+    async def _join_fleet(self) -> None:
+        from .control.fleet import Node
+        fleet = self.config["fleet"]
+        url = self.public_ws_url()
+        if url is None and self.control.store.shared:
+            log.warning("server.public_host is not set and the server binds every interface: other nodes cannot "
+                        "send devices here (set XIAOZHI_PUBLIC_HOST)")
+        self.node = Node(self.control.store, self.control.node_id, url,
+                         "http://%s:%d" % (self.config["server"].get("public_host") or self.http.host, self.http.port),
+                         self.sessions, float(fleet["heartbeat_s"]), on_drain_asked=self._drain_asked)
+        await self.node.start()
+        self.http.fleet = self.node
+
+    def _drain_asked(self) -> None:
+        """`node drain` (here, or for this node on another): drain, then ask to exit."""
+        async def drain_then_exit():
+            await self.drain()
+            self.exit_requested.set()
+        if self._drain is None:
+            asyncio.ensure_future(drain_then_exit())
+
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """Stop taking devices: no new WebSocket connection, no device sent
+        here by OTA; replies under way finish (up to fleet.drain_timeout_s);
+        then every session is closed, so devices reconnect through OTA."""
+        if self._drain is None:
+            self._drain = asyncio.ensure_future(self._drain_now(
+                float(self.config["fleet"]["drain_timeout_s"]) if timeout_s is None else timeout_s))
+        await asyncio.shield(self._drain)
+
+    async def _drain_now(self, timeout_s):
+        from .shard.drain import drain_sessions
+        log.info("draining: no new sessions; replies under way get up to %.0f s", timeout_s)
+        if self.node is not None:
+            await self.node.drain()
+        if self.pool is not None:
+            await self.pool.drain(timeout_s)
+        else:
+            self.ws.stop_accepting()
+            await drain_sessions(self.services.sessions, timeout_s)
+        log.info("drained")
+
     async def stop(self) -> None:
+        if self.node is not None:
+            await self.node.stop()
         await self.ws.stop()
         if self.pool is not None:
             await self.pool.stop()

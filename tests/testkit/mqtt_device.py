@@ -6,6 +6,7 @@ validator, and acks it on rpt/ack with the generated builder.
         req = await dev.next_request()        # (topic, request dict)
         dev.answer = lambda req: None         # stop acking (an offline device)
     MqttDevice(broker_port, "dev1")           # anonymous, for a broker that allows it
+    MqttDevice(1883, "dev1", host="10.77.0.3", persistent=True)   # a session the broker keeps while it is away
 """
 import asyncio
 
@@ -31,7 +32,10 @@ def server_login(server):
 
 
 class MqttDevice:
-    def __init__(self, port, device_id, answer=accept, username=None, password=None, identifier=None):
+    def __init__(self, port, device_id, answer=accept, username=None, password=None, identifier=None,
+                 host="127.0.0.1", persistent=False):
+        self.host = host
+        self.persistent = persistent    # clean_session off: QoS 1 requests wait in the broker for it
         self.port = port
         self.device_id = device_id
         self.identifier = identifier or "dev-" + device_id
@@ -52,8 +56,9 @@ class MqttDevice:
         return cls(server.broker.port, device_id, username=user, password=password, **kw)
 
     async def __aenter__(self):
-        self._client = aiomqtt.Client("127.0.0.1", self.port, identifier=self.identifier,
-                                      username=self.username, password=self.password)
+        self._client = aiomqtt.Client(self.host, self.port, identifier=self.identifier,
+                                      username=self.username, password=self.password,
+                                      clean_session=False if self.persistent else None)
         await self._client.__aenter__()
         await self._client.subscribe(proto.topic(proto.TOPIC_CMD_CTL, self.device_id).rsplit("/", 1)[0] + "/#", qos=1)
         self._task = asyncio.create_task(self._read())

@@ -75,11 +75,23 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000, token
     return {"url": w["url"], "token": w.get("token", ""), "version": w.get("version"), "mqtt": mqtt}
 
 
-async def configure(dev):
+async def configure(dev, timeout_ms=10000):
     """Ask the device's OTA URL and apply the answer: the WebSocket URL, token
     and protocol version, and the broker login for a configured broker (the
-    broker stays the configured one). An unreachable server changes nothing."""
-    info = await check(dev.cfg["ota_url"], dev.identity, dev.board.clock, dev.board.name, token=dev.token)
+    broker stays the configured one). An unreachable server changes nothing.
+    `ota_url` may be a list (the nodes of a fleet, docs/deploy.md): they are
+    asked in turn, the one that answered last first."""
+    urls = dev.cfg["ota_url"]
+    if isinstance(urls, str):
+        urls = [urls]
+    start = dev.ota_index % len(urls)
+    info = None
+    for i in range(len(urls)):
+        k = (start + i) % len(urls)
+        info = await check(urls[k], dev.identity, dev.board.clock, dev.board.name, timeout_ms, dev.token)
+        if info is not None:
+            dev.ota_index = k
+            break
     if info is None:
         # Not silent: a wrong OTA URL (a bare http://host:port answers 404)
         # must not look like the server it names.

@@ -102,6 +102,7 @@ class Channel:
                                     max_size=MAX_MESSAGE)
         except (ws.WSError, OSError, ValueError) as e:
             _log.warn("cannot connect to %s: %s", url, e)
+            self.close_reason = "unreachable"    # the device asks OTA again (app/device.py)
             self._keep_block()
             return False
         self._conn = conn

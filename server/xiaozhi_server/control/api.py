@@ -41,6 +41,8 @@ def routes():
         ("DELETE", PREFIX + "/schedules/{alarm_id}", "delete_schedule"),
         ("POST", PREFIX + "/credentials", "provision"),
         ("POST", "/api/activations/{code}", "approve"),
+        ("GET", "/api/nodes", "nodes"),
+        ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
     )
 
 
@@ -208,6 +210,14 @@ class ControlApi:
         if device_id is None:
             raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
         return web.json_response({"code": code, "device_id": device_id, "activated": True}, dumps=_dumps)
+
+
+    async def nodes(self, request):
+        return web.json_response({"this_node": self.plane.node_id, "nodes": await self.plane.nodes()}, dumps=_dumps)
+
+    async def drain_node(self, request):
+        node = await self.plane.drain_node(self._path(request, "node_id"))
+        return web.json_response(node, status=202, dumps=_dumps)
 
 
 def add_routes(app, plane, tokens=(), token_required=False):

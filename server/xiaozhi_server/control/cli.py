@@ -9,6 +9,7 @@ API of a running server (so the server stays the one writer of the store):
     xiaozhi-server device show DEVICE_ID
     xiaozhi-server device provision DEVICE_ID [--write-config FIRMWARE_CONFIG_JSON]
     xiaozhi-server device approve CODE
+    xiaozhi-server node list | node drain [NODE_ID] [--wait S]    (cli_nodes.py)
     (`devices` works as well as `device`)
 
 Exit status: 0 done, 1 the server refused or is not running, 2 bad arguments.
@@ -22,9 +23,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from . import cli_nodes
 from .credentials import write_private
 
-COMMANDS = ("task", "schedule", "device", "devices")
+COMMANDS = ("task", "schedule", "device", "devices", "node")
 DEFAULT_SERVER = "http://127.0.0.1:8003"
 
 
@@ -70,6 +72,8 @@ def add_parsers(sub):
             p.add_argument("alarm_id")
             p.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the device's ack")
         common(p)
+
+    cli_nodes.add_parsers(sub, common)
 
     d = sub.add_parser("device", aliases=["devices"], help="what the server knows of a device, its credentials"
                        ).add_subparsers(dest="action", required=True)
@@ -299,7 +303,9 @@ def _ago(t):
 
 _RUN = {("task", "start"): _task_start, ("schedule", "add"): _schedule_add, ("schedule", "list"): _schedule_list,
         ("schedule", "delete"): _schedule_delete, ("device", "show"): _device_show,
-        ("device", "provision"): _device_provision, ("device", "approve"): _device_approve}
+        ("device", "provision"): _device_provision, ("device", "approve"): _device_approve,
+        ("node", "list"): lambda a: cli_nodes.node_list(a, call, _ok),
+        ("node", "drain"): lambda a: cli_nodes.node_drain(a, call, _ok)}
 
 
 def run(args):

@@ -75,6 +75,14 @@ class Credentials:
         self._secret = text.encode()
         return self
 
+    def secret_text(self):
+        return self._secret.decode()
+
+    def adopt(self, text):
+        """Use this secret (the one nodes share) from now on, and keep it in the file."""
+        write_private(self.secret_path, text + "\n")
+        self._secret = text.encode()
+
     def _derive(self, purpose, device_id, n=32):
         mac = hmac.new(self._secret, ("%s\0%s" % (purpose, device_id)).encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(mac).decode().rstrip("=")[:n]

@@ -53,3 +53,10 @@ class DeviceBusy(ControlError):
 class BrokerUnavailable(ControlError):
     status = 503
     code = "broker_unavailable"
+
+
+class StoreUnavailable(ControlError):
+    """The control database cannot be reached (or the connection broke during
+    the call: its outcome is unknown). The next call connects again."""
+    status = 503
+    code = "store_unavailable"

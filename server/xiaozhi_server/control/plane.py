@@ -10,10 +10,21 @@ Requests are checked (registry, params schema, envelope schema) before
 anything is published, and paced per device (pacer.py: a bounded number
 waiting for acks, DeviceBusy beyond). An ack is matched to its request by
 req_id; a malformed ack or one for a request we never sent is logged and
-dropped. Schedules whose SET_ALARM/UNSET_ALARM has no ack are sent again
-when the broker comes back and when the device reports its state: only that
-device's, at most one round per RESEND_INTERVAL_S, so a stream of reports
-cannot turn into a stream of requests.
+dropped.
+
+Several nodes may share one store and one broker (docs/deploy.md). Each
+reads every device's reports; the store decides which node does what
+follows, once: the first to record an ack updates the schedule, the one
+that claims a device's re-send round makes its unacked schedules due
+again. A schedule's SET_ALARM / UNSET_ALARM goes out only from the node
+that claimed its delivery (store_deliveries.py): the node whose API wrote
+it, at once, else any node's dispatcher, which takes over the claims of a
+dead node with their req_ids. Schedules whose request has no ack become
+due again when the broker comes back and when the device reports its
+state: only that device's, at most one round per RESEND_INTERVAL_S, so a
+stream of reports cannot turn into a stream of requests. A task start goes
+out from the node that took the API call, once; its ack wakes that node's
+waiter wherever it is recorded.
 
 Reports that are dropped (not JSON, not fitting their schema, acks for
 requests never sent) are logged one line per kind per interval, then one
@@ -35,8 +46,10 @@ from ..logthrottle import LogThrottle
 from . import checks
 from . import store as st
 from .duplicates import DuplicateWatch
-from .errors import BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed
+from .errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
+                     StoreUnavailable)
 from .pacer import Pacer
+from .store_fleet import DRAINING
 
 if TYPE_CHECKING:
     from ..runtime.registry import Registry
@@ -57,6 +70,11 @@ RESEND_INTERVAL_S = 30.0
 ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
 # Live schedules per device: the board keeps at most 8 alarms (firmware/app/entry/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
+# The dispatcher looks for due deliveries this often (sooner when woken), taking this many at a time.
+DISPATCH_EVERY_S = 0.5
+DISPATCH_BATCH = 50
+# A delivery given back because its device has no free pacing slot is due again after this long.
+BUSY_RETRY_S = 1.0
 
 
 def new_req_id() -> str:
@@ -73,17 +91,21 @@ def _now_ms():
 
 class ControlPlane:
     def __init__(self, registry: Registry, store: Store, make_link: Callable[..., Any],
-                 devices: Devices | None = None, pacer: Pacer | None = None) -> None:
-        """make_link(on_report, on_connect) -> an MqttLink-like object."""
+                 devices: Devices | None = None, pacer: Pacer | None = None, node_id: str | None = None) -> None:
+        """make_link(on_report, on_connect) -> an MqttLink-like object; node_id:
+        this process's name among the nodes sharing the store (made up if None)."""
         self.registry = registry
         self.store = store
         self.devices = devices
         self.pacer = pacer or Pacer()
+        self.node_id = node_id or "n" + uuid.uuid4().hex[:12]
         self.link = make_link(self._on_report, self._on_connect)
         self._waiters: dict[str, asyncio.Future] = {}        # req_id -> Future of the ack
-        self._resending = asyncio.Lock()
-        self._last_round: dict[str, float] = {}     # device_id -> monotonic time of its last report-driven round
-        self.acks_recorded = 0    # since start (logs, the bench: stored rows are pruned)
+        self._dispatch_now = asyncio.Event()
+        self._dispatcher: asyncio.Task | None = None
+        self.on_drain_asked: Callable[[], None] | None = None    # the server's, for the API's node drain
+        self.acks_recorded = 0    # since start, by this node (logs, the bench: stored rows are pruned)
+        self.delivered = 0        # schedule requests this node published (the bench)
         self.duplicates = DuplicateWatch()
         self.log_throttle = LogThrottle(log, burst=1)
 
@@ -97,9 +119,16 @@ class ControlPlane:
             self.link.host, self.link.port, self.link.transport = broker.server_address()
             await self.devices.start()
         await self.link.start()
+        self._dispatcher = asyncio.create_task(self._dispatch_loop(), name="control-dispatch")
         return self
 
     async def stop(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            try:
+                await self._dispatcher
+            except asyncio.CancelledError:
+                pass
         await self.link.stop()
         for f in self._waiters.values():
             f.cancel()
@@ -111,13 +140,12 @@ class ControlPlane:
 
     # ---- requests ----
 
-    async def _send(self, device_id, topic_template, action, payload, claim=None, have_slot=False, wait=True):
-        """Build, check, record and publish one request; its req_id, or None when
-        claim(req_id) said the request is superseded. The request (and, through
-        claim, whatever points at it) is stored before publishing, so a fast ack
-        always finds it. A pacing slot is taken first (DeviceBusy) unless the
-        caller holds one; it is held until the ack, or given back on failure."""
-        req_id = new_req_id()
+    async def _send(self, device_id, topic_template, action, payload, req_id=None, have_slot=False, wait=True):
+        """Build, check, record and publish one request; its req_id. The request
+        is stored before publishing, so a fast ack always finds it. A pacing
+        slot is taken first (DeviceBusy) unless the caller holds one; it is
+        held until the ack, or given back on failure."""
+        req_id = req_id or new_req_id()
         msg = proto.mqtt_request({"device_id": device_id, "req_id": req_id, "timestamp": _now_ms()},
                                  action, payload)
         err = proto.validate("mqtt.envelope", msg, "request")
@@ -132,9 +160,6 @@ class ControlPlane:
         if not have_slot:
             await self.pacer.acquire(device_id, wait)
         try:
-            if claim is not None and not await claim(req_id):
-                self.pacer.release(device_id)
-                return None
             await self.store.add_request(req_id, device_id, action, payload)
             self._waiters[req_id] = asyncio.get_running_loop().create_future()
             while len(self._waiters) > MAX_WAITERS:
@@ -208,16 +233,22 @@ class ControlPlane:
             err = await write()
             if err is not None:
                 raise err
-            s = await self.store.get_schedule(device_id, alarm_id)
+            # Due at once: this node claims it and sends it now (another
+            # node's dispatcher may have been quicker; then it sends it).
+            s = await self.store.claim_one(device_id, alarm_id, self.node_id)
         except BaseException:
             self.pacer.release(device_id)
             raise
+        if s is None:
+            self.pacer.release(device_id)
+            return await self.get_schedule(device_id, alarm_id)
         try:
-            await self._send_schedule(s, have_slot=True)
+            await self._deliver(s, have_slot=True)
         except BrokerUnavailable as e:
             e.message += "; %s and %s when the broker is back" % (
                 gone, "UNSET_ALARM will be sent" if s["state"] == st.DELETED else "it will be sent")
             e.extra["schedule"] = await self.get_schedule(device_id, alarm_id)
+            self._dispatch_now.set()
             raise
         return await self.get_schedule(device_id, alarm_id)
 
@@ -276,9 +307,10 @@ class ControlPlane:
         return PreconditionFailed('schedule %s is at revision %d (ETag "%d"), not the one If-Match names: '
                                   "read it again" % (alarm_id, s["revision"], s["revision"]), {"schedule": s})
 
-    async def _send_schedule(self, sched, have_slot=False, wait=True):
-        """SET_ALARM for a live schedule, UNSET_ALARM for a deleted one; None when
-        the schedule changed since `sched` was read (what changed it sent its own)."""
+    async def _deliver(self, sched, have_slot=False, wait=True):
+        """Send a schedule this node claimed: SET_ALARM for a live one,
+        UNSET_ALARM for a deleted one, as the claim's req_id. It is no longer
+        due once published; on any failure the claim is given back, still due."""
         if sched["state"] == st.DELETED:
             action, payload = proto.ACTION_UNSET_ALARM, {"alarm_id": sched["alarm_id"]}
         else:
@@ -287,13 +319,19 @@ class ControlPlane:
             for k in ("at", "time", "days"):
                 if k in sched:
                     payload[k] = sched[k]
-
-        def claim(req_id):
-            return self.store.point_at(sched["device_id"], sched["alarm_id"], req_id, sched["state"],
-                                       sched["revision"])
-        req_id = await self._send(sched["device_id"], proto.TOPIC_CMD_CTL, action, payload, claim, have_slot, wait)
-        if req_id is not None:
-            log.info("%s %s to %s (%s)", action, sched["alarm_id"], sched["device_id"], req_id)
+        device_id, req_id = sched["device_id"], sched["claim_req_id"]
+        try:
+            await self._send(device_id, proto.TOPIC_CMD_CTL, action, payload, req_id, have_slot, wait)
+        except DeviceBusy:
+            await self.store.release(device_id, sched["alarm_id"], req_id, BUSY_RETRY_S)
+            raise
+        except BaseException:
+            await asyncio.shield(self.store.release(device_id, sched["alarm_id"], req_id))
+            raise
+        await self.store.delivered(device_id, sched["alarm_id"], req_id)
+        self.delivered += 1
+        log.info("%s %s to %s (%s%s)", action, sched["alarm_id"], device_id, req_id,
+                 ", the same request again: it may have gone out before" if sched.get("taken_over") else "")
         return req_id
 
     async def get_schedule(self, device_id: str, alarm_id: str) -> dict:
@@ -329,6 +367,24 @@ class ControlPlane:
         dropped = getattr(self.link, "dropped", None)
         return dropped.get(device_id, 0) if dropped is not None else 0
 
+    # ---- the nodes sharing the store ----
+
+    async def nodes(self) -> list[dict]:
+        return await self.store.nodes()
+
+    async def drain_node(self, node_id: str) -> dict:
+        """Ask a node (`self`: this one) to drain: it stops taking devices,
+        lets replies finish, closes its sessions and stops. The node's row."""
+        checks.text(node_id, "node_id")
+        if node_id == "self":
+            node_id = self.node_id
+        if not await self.store.set_node_state(node_id, DRAINING):
+            raise NotFound("no node %s (GET /api/nodes lists them)" % node_id)
+        if node_id == self.node_id and self.on_drain_asked is not None:
+            self.on_drain_asked()
+        log.warning("node %s asked to drain", node_id)
+        return next((n for n in await self.store.nodes() if n["node_id"] == node_id), {"node_id": node_id})
+
     # ---- reports from devices ----
 
     def _ignored(self, kind, msg, *args):
@@ -363,15 +419,9 @@ class ControlPlane:
                 log.warning("device %s missed alarm %s (%d s late)", device_id, msg["alarm"]["alarm_id"],
                             msg["alarm"]["late_s"])
         # A device that reports is online: whatever it never acked goes again,
-        # once per interval however often it reports.
-        now = time.monotonic()
-        last = self._last_round.get(device_id)
-        if last is not None and now - last < RESEND_INTERVAL_S:
-            return
-        if len(self._last_round) > 10000:
-            self._last_round = {d: t for d, t in self._last_round.items() if now - t < RESEND_INTERVAL_S}
-        self._last_round[device_id] = now
-        await self.resend_unacked(device_id, RESEND_AFTER_S)
+        # once per interval however often it reports and however many nodes read it.
+        if await self.store.claim_resend_round(device_id, RESEND_INTERVAL_S):
+            await self.resend_unacked(device_id, RESEND_AFTER_S)
 
     async def _on_ack(self, device_id, ack):
         err = proto.validate("mqtt.ack", ack, "ack")
@@ -383,42 +433,79 @@ class ControlPlane:
             self._ignored("stray ack", "ignored ack from %s for unknown request %r: %s",
                           device_id, ack["req_id"], ack["message"][:80])
             return
-        if req["ack"] is not None:
+        # Every node reads this ack; the request is ours when it went out from here.
+        ours = ack["req_id"] in self._waiters
+        if ours:
+            self.pacer.acked(ack["req_id"])
+        recorded = None if req["ack"] is not None else await self.store.record_ack(ack["req_id"], ack)
+        if recorded is not None:
+            self.acks_recorded += 1
+            log.info("ack from %s for %s %s: %s %s", device_id, req["action"], ack["req_id"], ack["code"],
+                     ack["message"])
+            if req["action"] == proto.ACTION_SET_ALARM:
+                state = st.ACTIVE if ack["ok"] else st.FAILED
+                await self.store.set_schedule_state(device_id, req["payload"]["alarm_id"], state,
+                                                    only_if_req=ack["req_id"])
+        elif ours or not self.store.shared:
             self.log_throttle.log(logging.INFO, "second ack", "ignored a second ack from %s for %s",
                                   device_id, ack["req_id"])
-            return
-        await self.store.record_ack(ack["req_id"], ack)
-        self.acks_recorded += 1
-        self.pacer.acked(ack["req_id"])
-        log.info("ack from %s for %s %s: %s %s", device_id, req["action"], ack["req_id"], ack["code"], ack["message"])
-        if req["action"] == proto.ACTION_SET_ALARM:
-            state = st.ACTIVE if ack["ok"] else st.FAILED
-            await self.store.set_schedule_state(device_id, req["payload"]["alarm_id"], state,
-                                                only_if_req=ack["req_id"])
         fut = self._waiters.pop(ack["req_id"], None)
         if fut is not None and not fut.done():
             fut.set_result(ack)
 
     async def _on_connect(self):
-        await self.resend_unacked()
+        await self.resend_unacked(min_age_s=RESEND_AFTER_S)
 
     async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0) -> None:
         """Send again every schedule request of the device (or of all) that never
-        got an ack (new req_id each time: the device acks a req_id once, so a
-        repeat of the old one could go unanswered). A device with no free pacing
-        slot is skipped: the next round tries again."""
-        async with self._resending:
-            busy = set()
-            for s in await self.store.unsent_schedules(device_id):
+        got an ack and went out at least min_age_s ago, with a new req_id (the
+        device acks a req_id once, so a repeat of the old one could go
+        unanswered): they become due, and the dispatchers of the nodes send each once."""
+        try:
+            if await self.store.mark_due(device_id, min_age_s):
+                self._dispatch_now.set()
+        except StoreUnavailable as e:
+            log.warning("could not look for unacked schedules: %s", e.message)
+
+    async def _dispatch_loop(self) -> None:
+        """Claim and send due schedule deliveries while the broker is here."""
+        while True:
+            try:
+                await asyncio.wait_for(self._dispatch_now.wait(), DISPATCH_EVERY_S)
+            except asyncio.TimeoutError:
+                pass
+            self._dispatch_now.clear()
+            if not self.broker_connected:
+                continue
+            try:
+                while await self.dispatch_once() == DISPATCH_BATCH:
+                    pass
+            except StoreUnavailable as e:
+                log.warning("schedule deliveries wait for the control database: %s", e.message)
+                await asyncio.sleep(DISPATCH_EVERY_S * 4)
+            except Exception:
+                log.exception("schedule dispatcher failed; trying again")
+
+    async def dispatch_once(self) -> int:
+        """One claim of due deliveries, sent; how many were claimed."""
+        batch = await self.store.claim_due(self.node_id, DISPATCH_BATCH)
+        busy: set[str] = set()
+        for i, s in enumerate(batch):
+            try:
                 if s["device_id"] in busy:
-                    continue
-                if s["last_sent_at"] and time.time() - s["last_sent_at"] < min_age_s:
-                    continue
-                try:
-                    await self._send_schedule(s, wait=False)
-                except BrokerUnavailable:
-                    return  # gone again; the next connect tries again
-                except DeviceBusy:
+                    raise DeviceBusy("busy")
+                await self._deliver(s, wait=False)
+            except DeviceBusy:
+                if s["device_id"] not in busy:
                     busy.add(s["device_id"])
-                except Exception:
-                    log.exception("could not re-send schedule %s to %s", s["alarm_id"], s["device_id"])
+                else:
+                    await self.store.release(s["device_id"], s["alarm_id"], s["claim_req_id"], BUSY_RETRY_S)
+            except BrokerUnavailable:
+                for rest in batch[i + 1:]:
+                    await self.store.release(rest["device_id"], rest["alarm_id"], rest["claim_req_id"])
+                return 0    # gone again; the next connect makes them due
+            except StoreUnavailable:
+                raise
+            except Exception:
+                log.exception("could not send schedule %s to %s", s["alarm_id"], s["device_id"])
+        return len(batch)

@@ -1,18 +1,30 @@
-"""The control plane's records in SQLite: schedules (authoritative — the
-device's alarm is a copy), the requests sent to devices with their acks,
-the last state report of each device, and (store_devices.py) the devices
-given credentials and the activation codes waiting for a parent.
+"""The control plane's records: schedules (authoritative — the device's
+alarm is a copy), the requests sent to devices with their acks, the last
+state report of each device; the devices given credentials and the
+activation codes waiting for a parent (store_devices.py); the delivery of
+each schedule to its device (store_deliveries.py); and what nodes share
+(store_fleet.py: the nodes, which node serves a device, the server secret).
 
-Every call runs on one worker thread that owns the connection, so the
-event loop never waits on the disk and SQLite never sees two threads.
-WAL mode lets a reader (the CLI, a backup) look while the server writes.
+    store = await Store("var/control.db").open()                 # SQLite (the default)
+    store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
 
-Writes that race are decided here, in one statement each: creating a
-schedule that exists, or changing one whose revision moved on, changes
-nothing and says so (the API answers 409 / 412). Requests are pruned:
-at most KEEP_REQUESTS per device, none older than KEEP_DAYS, except the
-ones a schedule still points at and the young ones still waiting for an
-ack (the API's pacing bounds how many of those a device can have).
+One interface, two databases (sql.py), one schema brought up to date by
+numbered migrations at open (schema.py). Every call runs on one worker
+thread that owns the connection, so the event loop never waits on the
+database and no connection sees two threads. With SQLite, WAL mode lets a
+reader (the CLI, a backup) look while the server writes.
+
+Writes that race are decided in the database, in one statement or one
+locked transaction each, so they hold across nodes: creating a schedule
+that exists, or changing one whose revision moved on, changes nothing and
+says so (the API answers 409 / 412). Requests are pruned: at most
+KEEP_REQUESTS per device, none older than KEEP_DAYS, except the ones a
+schedule still points at and the young ones still waiting for an ack (the
+API's pacing bounds how many of those a device can have).
+
+A database that cannot be reached raises errors.StoreUnavailable (the API
+answers 503); the next call connects again. A write the API acknowledged
+was committed before the answer.
 
 Schedule states:
   pending_ack  stored, SET_ALARM sent (or to be sent), no ack yet
@@ -22,12 +34,13 @@ Schedule states:
 """
 import asyncio
 import json
-import os
-import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from . import schema, sql
+from .store_deliveries import DeliveryRecords
 from .store_devices import DeviceRecords
+from .store_fleet import FleetRecords
 
 PENDING_ACK = "pending_ack"
 ACTIVE = "active"
@@ -40,41 +53,6 @@ KEEP_UNACKED_S = 600    # a request this young still waiting for its ack is neve
 KEEP_DELETED = 20       # deleted schedules kept per device (with their UNSET_ALARM acks)
 _PRUNE_EVERY = 64       # inserts between two age-based passes
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS schedules (
-    device_id TEXT NOT NULL,
-    alarm_id TEXT NOT NULL,
-    at INTEGER,
-    time TEXT,
-    days TEXT,
-    pending_task TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    state TEXT NOT NULL,
-    last_req_id TEXT,
-    revision INTEGER NOT NULL DEFAULT 1,
-    PRIMARY KEY (device_id, alarm_id)
-);
-CREATE TABLE IF NOT EXISTS requests (
-    req_id TEXT PRIMARY KEY,
-    device_id TEXT NOT NULL,
-    action TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    sent_at REAL,
-    ack TEXT,
-    acked_at REAL,
-    created_at REAL
-);
-CREATE INDEX IF NOT EXISTS requests_by_device ON requests (device_id, sent_at);
-CREATE TABLE IF NOT EXISTS device_states (
-    device_id TEXT PRIMARY KEY,
-    state TEXT NOT NULL,
-    received_at REAL NOT NULL
-);
-"""
-# Columns added after the first release: (table, column, declaration).
-_ADDED = (("schedules", "revision", "INTEGER NOT NULL DEFAULT 1"), ("requests", "created_at", "REAL"),
-          ("schedules", "missed", "TEXT"))
 _COLUMNS = ("device_id", "alarm_id", "at", "time", "days", "pending_task", "created_at", "updated_at",
             "state", "last_req_id", "revision")
 
@@ -108,12 +86,24 @@ def _request(row):
             "ack": json.loads(row["ack"]) if row["ack"] else None, "acked_at": row["acked_at"]}
 
 
-class Store(DeviceRecords):
-    def __init__(self, path):
-        self.path = path
+class Store(DeviceRecords, DeliveryRecords, FleetRecords):
+    def __init__(self, target):
+        """target: a SQLite file path (or sqlite:/// URL), or a postgresql:// URL."""
+        self.target = str(target)
+        self.path = self.target     # the name callers knew (the SQLite file)
+        self.address = sql.where(self.target)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-db")
         self._db = None
         self._inserts = 0
+
+    @property
+    def shared(self):
+        """True on PostgreSQL: other nodes may use this store at the same time."""
+        return sql.is_postgres(self.target)
+
+    @property
+    def is_open(self):
+        return self._db is not None
 
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -121,21 +111,19 @@ class Store(DeviceRecords):
     # ---- lifecycle ----
 
     async def open(self):
-        await self._run(self._open)
+        """Connect and migrate (once: a store already open stays as it is)."""
+        if self._db is None:
+            await self._run(self._open)
         return self
 
     def _open(self):
-        if os.path.dirname(self.path):
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(_SCHEMA)
-        for table, column, decl in _ADDED:
-            if column not in [r["name"] for r in db.execute("PRAGMA table_info(%s)" % table)]:
-                db.execute("ALTER TABLE %s ADD COLUMN %s %s" % (table, column, decl))
-        db.executescript(self.DEVICE_SCHEMA)
+        db = sql.open_database(self.target)
+        try:
+            schema.migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        db.on_connect = self._on_reconnect     # FleetRecords: the node's lock again
         self._db = db
 
     async def close(self):
@@ -149,9 +137,15 @@ class Store(DeviceRecords):
     async def create_schedule(self, s, max_live=None):
         """Insert a schedule unless a live one has its alarm_id (a deleted one is
         replaced, its revision going on) or the device has max_live live ones:
-        "ok", "exists" or "full". One worker thread runs every call, so the
-        count and the insert are one step for every other caller."""
-        return await self._run(self._create_schedule, s, max_live)
+        "ok", "exists" or "full". The count and the insert are one transaction
+        under the device's lock, so they are one step for every other caller,
+        on any node. Its delivery is due at once (store_deliveries.py)."""
+        return await self._run(self._create_locked, s, max_live)
+
+    def _create_locked(self, s, max_live):
+        with self._db.transaction():
+            self._db.lock("schedules", s["device_id"])
+            return self._create_schedule(s, max_live)
 
     def _create_schedule(self, s, max_live):
         if max_live is not None and self._count_live(s["device_id"]) >= max_live:
@@ -159,11 +153,12 @@ class Store(DeviceRecords):
                                     (s["device_id"], s["alarm_id"])).fetchone()
             return "exists" if live else "full"
         cur = self._db.execute(
-            "INSERT INTO schedules (%s) VALUES (%s) ON CONFLICT (device_id, alarm_id) DO UPDATE SET "
+            "INSERT INTO schedules (%s, due_at) VALUES (%s, %s) ON CONFLICT (device_id, alarm_id) DO UPDATE SET "
             "at=excluded.at, time=excluded.time, days=excluded.days, pending_task=excluded.pending_task, "
             "created_at=excluded.created_at, updated_at=excluded.updated_at, state=excluded.state, "
-            "last_req_id=NULL, revision=schedules.revision + 1 WHERE schedules.state = 'deleted'"
-            % (", ".join(_COLUMNS), ", ".join("?" * len(_COLUMNS))), _row(s))
+            "last_req_id=NULL, revision=schedules.revision + 1, due_at=excluded.due_at, claimed_by=NULL, "
+            "claim_req_id=NULL WHERE schedules.state = 'deleted'"
+            % (", ".join(_COLUMNS), ", ".join("?" * len(_COLUMNS)), self._db.now), _row(s))
         return "ok" if cur.rowcount > 0 else "exists"
 
     async def replace_schedule(self, s, if_revision=None):
@@ -173,7 +168,8 @@ class Store(DeviceRecords):
 
     def _replace_schedule(self, s, if_revision):
         sql = ("UPDATE schedules SET at=?, time=?, days=?, pending_task=?, updated_at=?, state=?, "
-               "revision=revision + 1 WHERE device_id=? AND alarm_id=? AND state != 'deleted'")
+               "revision=revision + 1, due_at=%s, claimed_by=NULL, claim_req_id=NULL "
+               "WHERE device_id=? AND alarm_id=? AND state != 'deleted'" % self._db.now)
         r = _row(s)
         args = [r[2], r[3], r[4], r[5], time.time(), PENDING_ACK, s["device_id"], s["alarm_id"]]
         if if_revision is not None:
@@ -186,8 +182,9 @@ class Store(DeviceRecords):
         return await self._run(self._mark_deleted, device_id, alarm_id, if_revision)
 
     def _mark_deleted(self, device_id, alarm_id, if_revision):
-        sql = ("UPDATE schedules SET state='deleted', updated_at=?, revision=revision + 1 "
-               "WHERE device_id=? AND alarm_id=? AND state != 'deleted'")
+        sql = ("UPDATE schedules SET state='deleted', updated_at=?, revision=revision + 1, due_at=%s, "
+               "claimed_by=NULL, claim_req_id=NULL WHERE device_id=? AND alarm_id=? AND state != 'deleted'"
+               % self._db.now)
         args = [time.time(), device_id, alarm_id]
         if if_revision is not None:
             sql += " AND revision=?"
@@ -244,17 +241,6 @@ class Store(DeviceRecords):
             args.append(only_if_req)
         return self._db.execute(sql, args).rowcount > 0
 
-    async def point_at(self, device_id, alarm_id, req_id, state, revision):
-        """Make req_id the schedule's latest request, only while the schedule is
-        still in `state` at `revision`: a re-send of an old version, or of a
-        schedule deleted meanwhile, must not overwrite what came after it."""
-        return await self._run(self._point_at, device_id, alarm_id, req_id, state, revision)
-
-    def _point_at(self, device_id, alarm_id, req_id, state, revision):
-        return self._db.execute(
-            "UPDATE schedules SET last_req_id=?, updated_at=? WHERE device_id=? AND alarm_id=? "
-            "AND state=? AND revision=?", (req_id, time.time(), device_id, alarm_id, state, revision)).rowcount > 0
-
     async def unsent_schedules(self, device_id=None):
         """Schedules whose latest SET_ALARM / UNSET_ALARM has no ack (or was never
         sent), of one device or all: what to send again when it is back."""
@@ -281,8 +267,11 @@ class Store(DeviceRecords):
         await self._run(self._add_request, req_id, device_id, action, payload)
 
     def _add_request(self, req_id, device_id, action, payload):
-        self._db.execute("INSERT INTO requests (req_id, device_id, action, payload, created_at) VALUES (?,?,?,?,?)",
-                         (req_id, device_id, action, json.dumps(payload), time.time()))
+        cur = self._db.execute("INSERT INTO requests (req_id, device_id, action, payload, created_at) "
+                               "VALUES (?,?,?,?,?) ON CONFLICT (req_id) DO NOTHING",
+                               (req_id, device_id, action, json.dumps(payload), time.time()))
+        if cur.rowcount == 0:
+            return      # a claim taken over from a node that had stored it already
         self._inserts += 1
         n = self._db.execute("SELECT COUNT(*) FROM requests WHERE device_id=?", (device_id,)).fetchone()[0]
         if n > KEEP_REQUESTS + KEEP_REQUESTS // 4:
@@ -297,7 +286,7 @@ class Store(DeviceRecords):
     def _prune_device(self, device_id):
         self._db.execute(
             "DELETE FROM requests WHERE device_id=? AND %s AND NOT (ack IS NULL AND created_at > ?) "
-            "AND rowid NOT IN (SELECT rowid FROM requests WHERE device_id=? ORDER BY rowid DESC LIMIT ?)"
+            "AND seq NOT IN (SELECT seq FROM requests WHERE device_id=? ORDER BY seq DESC LIMIT ?)"
             % self._KEPT, (device_id, time.time() - KEEP_UNACKED_S, device_id, KEEP_REQUESTS))
         self._db.execute(
             "DELETE FROM schedules WHERE device_id=? AND state='deleted' AND alarm_id NOT IN "
@@ -324,11 +313,13 @@ class Store(DeviceRecords):
         return _request(row) if row else None
 
     async def record_ack(self, req_id, ack):
-        """Store the ack of a request; the request (with its ack), or None if unknown."""
+        """Store the first ack of a request; the request (with its ack) for the
+        caller that stored it, None when it is unknown or was acked already.
+        Every node reads every ack: the one that stores it does what follows."""
         return await self._run(self._record_ack, req_id, ack)
 
     def _record_ack(self, req_id, ack):
-        cur = self._db.execute("UPDATE requests SET ack=?, acked_at=? WHERE req_id=?",
+        cur = self._db.execute("UPDATE requests SET ack=?, acked_at=? WHERE req_id=? AND ack IS NULL",
                                (json.dumps(ack), time.time(), req_id))
         return self._get_request(req_id) if cur.rowcount else None
 
@@ -344,7 +335,7 @@ class Store(DeviceRecords):
         return await self._run(self._recent, device_id, limit)
 
     def _recent(self, device_id, limit):
-        rows = self._db.execute("SELECT * FROM requests WHERE device_id=? ORDER BY rowid DESC LIMIT ?",
+        rows = self._db.execute("SELECT * FROM requests WHERE device_id=? ORDER BY seq DESC LIMIT ?",
                                 (device_id, limit))
         return [_request(r) for r in rows]
 
@@ -354,7 +345,8 @@ class Store(DeviceRecords):
         await self._run(self._save_state, device_id, state)
 
     def _save_state(self, device_id, state):
-        self._db.execute("INSERT OR REPLACE INTO device_states VALUES (?,?,?)",
+        self._db.execute("INSERT INTO device_states (device_id, state, received_at) VALUES (?,?,?) "
+                         "ON CONFLICT (device_id) DO UPDATE SET state=excluded.state, received_at=excluded.received_at",
                          (device_id, json.dumps(state), time.time()))
 
     async def get_state(self, device_id):

@@ -1,5 +1,5 @@
 """The store's device records (mixed into store.Store, same connection and
-worker thread): the devices that were given credentials, and the
+worker thread; tables in schema.py): the devices that were given credentials, and the
 activation codes a device shows while it waits for a parent's approval.
 
     devices      device_id, client_id (bound by an activation; NULL when
@@ -16,25 +16,6 @@ MAX_PENDING = 100
 
 
 class DeviceRecords:
-    DEVICE_SCHEMA = """
-    CREATE TABLE IF NOT EXISTS devices (
-        device_id TEXT PRIMARY KEY,
-        client_id TEXT,
-        via TEXT NOT NULL,
-        created_at REAL NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS activations (
-        code TEXT PRIMARY KEY,
-        device_id TEXT NOT NULL,
-        client_id TEXT NOT NULL,
-        challenge TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        expires_at REAL NOT NULL,
-        approved_at REAL
-    );
-    CREATE INDEX IF NOT EXISTS activations_by_device ON activations (device_id, client_id);
-    """
-
     # ---- devices ----
 
     async def device_ids(self):
@@ -50,7 +31,8 @@ class DeviceRecords:
         """Record a device (a client_id given re-binds it); True when it is new."""
         def add():
             new = self._db.execute("SELECT 1 FROM devices WHERE device_id=?", (device_id,)).fetchone() is None
-            self._db.execute("INSERT INTO devices VALUES (?,?,?,?) ON CONFLICT (device_id) DO UPDATE SET "
+            self._db.execute("INSERT INTO devices (device_id, client_id, via, created_at) VALUES (?,?,?,?) "
+                             "ON CONFLICT (device_id) DO UPDATE SET "
                              "client_id=COALESCE(excluded.client_id, devices.client_id)",
                              (device_id, client_id, via, time.time()))
             return new
@@ -74,10 +56,16 @@ class DeviceRecords:
             waiting = self._db.execute("SELECT COUNT(*) FROM activations WHERE approved_at IS NULL").fetchone()[0]
             if waiting >= MAX_PENDING:
                 return False
-            cur = self._db.execute("INSERT OR IGNORE INTO activations VALUES (?,?,?,?,?,?,NULL)",
+            cur = self._db.execute("INSERT INTO activations (code, device_id, client_id, challenge, created_at, "
+                                   "expires_at) VALUES (?,?,?,?,?,?) ON CONFLICT (code) DO NOTHING",
                                    (code, device_id, client_id, challenge, now, now + ttl_s))
             return cur.rowcount > 0
-        return await self._run(add)
+
+        def add_locked():
+            with self._db.transaction():
+                self._db.lock("activations")    # the count and the insert in one step, across nodes
+                return add()
+        return await self._run(add_locked)
 
     async def approve_activation(self, code):
         """Approve a waiting code and bind its device to its client id in one
@@ -85,20 +73,14 @@ class DeviceRecords:
         def approve():
             now = time.time()
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute("SELECT * FROM activations WHERE code=? AND expires_at > ? AND approved_at IS NULL",
-                                 (code, now)).fetchone()
+            with db.transaction():
+                # One conditional update decides between parents approving at once, on any node.
+                row = db.execute("UPDATE activations SET approved_at=? WHERE code=? AND expires_at > ? "
+                                 "AND approved_at IS NULL RETURNING *", (now, code, now)).fetchone()
                 if row is None:
-                    db.execute("ROLLBACK")
                     return None
-                db.execute("UPDATE activations SET approved_at=? WHERE code=?", (now, code))
-                db.execute("INSERT INTO devices VALUES (?,?,?,?) ON CONFLICT (device_id) DO UPDATE SET "
-                           "client_id=excluded.client_id, via=excluded.via",
+                db.execute("INSERT INTO devices (device_id, client_id, via, created_at) VALUES (?,?,?,?) "
+                           "ON CONFLICT (device_id) DO UPDATE SET client_id=excluded.client_id, via=excluded.via",
                            (row["device_id"], row["client_id"], "activation", now))
-                db.execute("COMMIT")
-            except Exception:
-                db.execute("ROLLBACK")
-                raise
             return dict(row)
         return await self._run(approve)

@@ -1,6 +1,7 @@
 """Builds the control plane from the server's config and its broker."""
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ from .pacer import Pacer
 from .plane import ControlPlane
 from .store import Store
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from aiohttp import web
 
@@ -22,6 +25,11 @@ if TYPE_CHECKING:
 
 def _db_path(config):
     return (config.get("control") or {}).get("db_path") or configmod.DEFAULTS["control"]["db_path"]
+
+
+def db_target(config: dict) -> str:
+    """The control store: control.db_url (PostgreSQL, shared by nodes) or the SQLite file control.db_path."""
+    return (config.get("control") or {}).get("db_url") or _db_path(config)
 
 
 def auth_dir(config: dict) -> str:
@@ -37,7 +45,8 @@ def broker(config: dict) -> Broker:
     return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds)
 
 
-def create(config: dict, registry: Registry, broker: Broker, app: web.Application) -> ControlPlane:
+def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
+           node_id: str | None = None) -> ControlPlane:
     """A ControlPlane talking to `broker` (a Broker: host, port, credentials),
     with its HTTP routes added to the aiohttp `app`."""
     ctl = config.get("control") or {}
@@ -47,13 +56,30 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
                         on_report=on_report, on_connect=on_connect,
                         backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)))
 
-    store = Store(_db_path(config))
+    store = Store(db_target(config))
+    store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
                       public_host=config["server"].get("public_host"))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
-    plane = ControlPlane(registry, store, make_link, devices, pacer)
+    plane = ControlPlane(registry, store, make_link, devices, pacer, node_id)
     token = ctl.get("api_token")
     add_routes(app, plane, tokens=[token] if token else [],
                token_required=not configmod.is_loopback(config["server"]["host"]))
     return plane
+
+
+async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:
+    """Nodes sharing a store derive device credentials from one secret: the
+    first node's, kept in the store. This node's file is replaced by it (its
+    workers read the file), so a device's token is good on every node."""
+    store, creds = plane.store, broker.credentials
+    if not store.shared or creds is None:
+        return
+    await store.open()
+    secret = await store.shared_secret(creds.secret_text())
+    if secret != creds.secret_text():
+        log.warning("using the server secret the other nodes share (from the store) instead of %s", creds.secret_path)
+        creds.adopt(secret)
+        if not broker.configured:
+            broker.password = creds.server_password()

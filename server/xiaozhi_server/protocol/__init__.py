@@ -1072,8 +1072,10 @@ SCHEMAS = {
     'result:self.mp3.stop': '{"type":"object","required":["stopped"],"properties":{"stopped":{"type":"boolean"}}}',
     'result:self.power_off': '{"type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"}}}',
     'shard.command': (
-        '{"type":"object","required":["release"],"additionalProperties":false,"properties":{"rele'
-        'ase":{"$ref":"shard.command.device_session"}}}'
+        '{"type":"object","additionalProperties":false,"properties":{"release":{"$ref":"shard.com'
+        'mand.device_session"},"drain":{"type":"number","minimum":0,"maximum":3600}},"oneOf":[{"r'
+        'equired":["release"]},{"required":["drain"]}],"x-error":"a primary\'s line holds exactly '
+        'one of release, drain"}'
     ),
     'shard.command.device_session': (
         '{"type":"object","required":["device","session"],"additionalProperties":false,"propertie'
@@ -1084,9 +1086,10 @@ SCHEMAS = {
         '{"type":"object","additionalProperties":false,"properties":{"ready":{"type":"integer","m'
         'inimum":1},"llm":{"type":"string","maxLength":200},"error":{"type":"string","minLength":'
         '1,"maxLength":4000},"sessions":{"type":"integer","minimum":0},"claim":{"$ref":"shard.com'
-        'mand.device_session"}},"oneOf":[{"required":["ready"]},{"required":["error"]},{"required'
-        '":["sessions"]},{"required":["claim"]}],"x-error":"a worker\'s line holds exactly one of '
-        'ready, error, sessions, claim"}'
+        'mand.device_session"},"drained":{"const":true}},"oneOf":[{"required":["ready"]},{"requir'
+        'ed":["error"]},{"required":["sessions"]},{"required":["claim"]},{"required":["drained"]}'
+        '],"x-error":"a worker\'s line holds exactly one of ready, error, sessions, claim, drained'
+        '"}'
     ),
     'shard.settings': (
         '{"type":"object","required":["worker","workers","config","log_level","device_tokens","wi'

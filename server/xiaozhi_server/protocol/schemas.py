@@ -2475,11 +2475,13 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                            'required': ['accepted'],
                            'properties': {'accepted': {'type': 'boolean'}}},
  'shard.command': {'title': "The primary's line to a running worker (server/xiaozhi_server/shard/)",
-                   'description': 'After the settings, the primary sends only this: release (a '
-                                  'newer session of this device opened on another worker: end this '
-                                  'one, telling the device, if it is still live here).',
+                   'description': 'After the settings, the primary sends only these, exactly one a '
+                                  'line: release (a newer session of this device opened on another '
+                                  'worker: end this one, telling the device, if it is still live '
+                                  'here), drain (the node drains: stop accepting, let replies '
+                                  'finish within this many seconds, close the sessions, then '
+                                  'answer drained).',
                    'type': 'object',
-                   'required': ['release'],
                    'additionalProperties': False,
                    'properties': {'release': {'type': 'object',
                                               'required': ['device', 'session'],
@@ -2489,7 +2491,9 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                         'maxLength': 256},
                                                              'session': {'type': 'string',
                                                                          'minLength': 1,
-                                                                         'maxLength': 64}}}}},
+                                                                         'maxLength': 64}}},
+                                  'drain': {'type': 'number', 'minimum': 0, 'maximum': 3600}},
+                   'oneOf': [{'required': ['release']}, {'required': ['drain']}]},
  'shard.command.device_session': {'type': 'object',
                                   'required': ['device', 'session'],
                                   'additionalProperties': False,
@@ -2505,9 +2509,9 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                  'for the banner), error (it could not start, and why), sessions '
                                  '(its live session count, sent whenever it changes), claim (a '
                                  "device's hello opened a session here: the primary tells the "
-                                 "worker holding that device's older session to release it). The "
-                                 'primary skips, with a log line, any line that is not one of '
-                                 'these.',
+                                 "worker holding that device's older session to release it), "
+                                 'drained (the drain it was asked for is done). The primary skips, '
+                                 'with a log line, any line that is not one of these.',
                   'type': 'object',
                   'additionalProperties': False,
                   'properties': {'ready': {'type': 'integer', 'minimum': 1},
@@ -2522,11 +2526,13 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                      'maxLength': 256},
                                                           'session': {'type': 'string',
                                                                       'minLength': 1,
-                                                                      'maxLength': 64}}}},
+                                                                      'maxLength': 64}}},
+                                 'drained': {'const': True}},
                   'oneOf': [{'required': ['ready']},
                             {'required': ['error']},
                             {'required': ['sessions']},
-                            {'required': ['claim']}]},
+                            {'required': ['claim']},
+                            {'required': ['drained']}]},
  'shard.settings': {'title': "The primary's first line to a worker process "
                              '(server/xiaozhi_server/shard/)',
                     'description': 'The primary and each worker speak over a socketpair, one JSON '

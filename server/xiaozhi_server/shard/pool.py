@@ -106,6 +106,7 @@ class _Worker:
         self.reader = reader
         self.writer = writer
         self.sessions = 0
+        self.drained = None        # a Future while the worker drains
         self.started = asyncio.get_running_loop().time()
 
 
@@ -155,6 +156,27 @@ class WorkerPool:
         self._keepers = [asyncio.create_task(self._keep(w)) for w in self._workers.values()]
         log.info("%d workers accept WebSocket sessions on port %d", self.count, self.port)
         return self
+
+    async def drain(self, timeout_s):
+        """Stop accepting (this process's copy of the listening socket closes
+        too, so a connect is refused rather than left in the queue), have
+        every worker let its replies finish and close its sessions; returns
+        when all said they are done, or after timeout_s and a margin. A
+        worker that dies meanwhile is not started again."""
+        self._stopping = True
+        for s in self._socks:
+            s.close()
+        self._socks = []
+        waiting = []
+        for w in self._workers.values():
+            w.drained = asyncio.get_running_loop().create_future()
+            try:
+                channel.write(w.writer, "shard.command", {"drain": timeout_s})
+                waiting.append(w.drained)
+            except (OSError, RuntimeError):
+                pass
+        if waiting:
+            await asyncio.wait(waiting, timeout=timeout_s + 10)
 
     async def stop(self):
         self._stopping = True
@@ -212,6 +234,8 @@ class WorkerPool:
                 w.sessions = msg["sessions"]
             elif "claim" in msg:
                 self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"])
+            elif "drained" in msg and w.drained is not None and not w.drained.done():
+                w.drained.set_result(True)
         w.writer.close()
         code = await w.proc.wait()
         self._procs.discard(w.proc)

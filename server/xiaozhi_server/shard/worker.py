@@ -25,6 +25,7 @@ import sys
 
 from ..config import ConfigError
 from ..logthrottle import LogThrottle
+from .drain import drain_sessions
 from ..providers.registry import ProviderError
 from ..runtime.registry import RegistryError
 from . import channel
@@ -125,7 +126,12 @@ async def serve(channel_fd, listen_fds):
         # A bad line is skipped; only the end of the channel (the primary is
         # gone) stops this worker.
         async for msg in channel.lines(reader, "shard.command", LogThrottle(log), "primary"):
-            ws.device_sessions.release(msg["release"]["device"], msg["release"]["session"])
+            if "release" in msg:
+                ws.device_sessions.release(msg["release"]["device"], msg["release"]["session"])
+            else:                       # the node drains
+                ws.stop_accepting()
+                await drain_sessions(services.sessions, float(msg["drain"]))
+                channel.write(writer, "shard.report", {"drained": True})
         stop.set()
     watching = asyncio.create_task(lifeline())
     await channel.send(writer, "shard.report", {"ready": os.getpid(), "llm": services.llm_line()[:200]})

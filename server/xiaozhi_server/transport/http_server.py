@@ -6,6 +6,10 @@ device already runs (no upgrade is offered), and the WebSocket URL. No
 transport, and this server speaks WebSocket. The control-plane broker
 (parents' app) is announced under `control_mqtt`.
 
+With several nodes sharing a control store (docs/deploy.md), the URL is
+the device's node: the one it was sent to while that node lives and
+serves, else the least loaded live one (control/fleet.py).
+
 Nothing secret goes to any caller (control/devices.py has the policy):
 with device tokens configured, a device gets its own token and broker
 login only once activated (an approved code binds its Device-Id and
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Callable
 from aiohttp import web
 
 from .. import protocol as proto
+from ..control.errors import StoreUnavailable
 from ..logthrottle import LogThrottle
 from . import auth, http_edge
 
@@ -71,6 +76,7 @@ class HttpServer:
         self._ws_url_for = ws_url_for
         self.broker_url = broker_url
         self.devices = None     # control.devices.Devices when the control plane runs
+        self.fleet = None       # control.fleet.Node: which node a device is sent to
         self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
         self.limits = services.config["limits"]
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
@@ -105,7 +111,12 @@ class HttpServer:
         version = firmware_version(info, request.headers.get("User-Agent"))
         kind, grant = "open", None
         if self.devices is not None:
-            kind, grant = await self.devices.ota_grant(ident.device_id, ident.client_id, ident.token)
+            try:
+                kind, grant = await self.devices.ota_grant(ident.device_id, ident.client_id, ident.token)
+            except StoreUnavailable as e:
+                log.warning("OTA check from %s: %s", ident.device_id, e.message)
+                return web.json_response({"error": "the server cannot check this device now: try again"},
+                                         status=503, headers={"Retry-After": "5"})
         elif [t for t in self.services.config["auth"].get("tokens") or [] if t]:
             kind = "activate"   # tokens, but no device registry to activate with: nothing to hand out
         offset = -time.timezone // 60 if not time.daylight else -time.altzone // 60
@@ -115,7 +126,10 @@ class HttpServer:
             control = grant["mqtt"]
         elif self.broker_url:
             control = {"url": self.broker_url}
-        websocket = {"url": self._ws_url_for(host)}
+        # Nodes sharing a store: the device's node (sticky while it lives), else
+        # the least loaded; this node when it is the one, or the store cannot say.
+        other = await self.fleet.ws_url_for(ident.device_id) if self.fleet is not None else None
+        websocket = {"url": other or self._ws_url_for(host)}
         if kind == "granted":
             websocket["token"] = grant["token"]
         # else no `token` key at all: stock firmware stores what it is given,
@@ -147,10 +161,15 @@ class HttpServer:
                                  status=404)
 
     async def health(self, request):
+        status = "draining" if self.fleet is not None and self.fleet.draining else "ok"
         if self.workers is None:
-            return web.json_response({"status": "ok", "sessions": len(self.services.sessions)})
-        per_worker = self.workers.sessions()
-        return web.json_response({"status": "ok", "sessions": sum(per_worker), "workers": per_worker})
+            body = {"status": status, "sessions": len(self.services.sessions)}
+        else:
+            per_worker = self.workers.sessions()
+            body = {"status": status, "sessions": sum(per_worker), "workers": per_worker}
+        if self.fleet is not None:
+            body["node"] = self.fleet.id
+        return web.json_response(body)
 
     async def start(self) -> HttpServer:
         # keepalive_timeout also closes a connection that sends no complete

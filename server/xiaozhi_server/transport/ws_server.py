@@ -139,6 +139,11 @@ class WsServer:
             self.port = self._servers[0].sockets[0].getsockname()[1]
         return self
 
+    def stop_accepting(self) -> None:
+        """Close the listening sockets; open sessions go on (a draining node)."""
+        for server in self._servers:
+            server.close(close_connections=False)
+
     async def stop(self) -> None:
         for server in self._servers:
             server.close()

@@ -39,6 +39,9 @@ async def test_outage_gives_503_and_unacked_schedules_are_sent_again(api):
     status, listed = await api.get(sched)
     assert status == 200 and [s["alarm_id"] for s in listed["schedules"]] == ["first", "second"]
 
+    # A request is sent again once it has had RESEND_AFTER_S to be acked
+    # (another node may have sent it a moment ago).
+    await asyncio.sleep(plane.RESEND_AFTER_S)
     connects = link.connects
     await broker.start()
     await eventually(lambda: link.connects > connects, timeout=10)

@@ -1,0 +1,166 @@
+"""The control store on both back-ends (SQLite file, PostgreSQL): the same
+calls give the same answers, and the schema is migrated once, in order."""
+import asyncio
+import sqlite3
+import time
+
+import pytest
+
+from xiaozhi_server.control import schema
+from xiaozhi_server.control.store import Store
+
+
+def _sched(device_id, alarm_id, **kw):
+    now = time.time()
+    s = {"device_id": device_id, "alarm_id": alarm_id, "time": "07:30", "days": [1, 2],
+         "pending_task": {"app_id": "chat", "task_id": "conversation"}, "created_at": now, "updated_at": now,
+         "state": "pending_ack", "last_req_id": None}
+    s.update(kw)
+    return s
+
+
+@pytest.fixture
+async def store(control_db):
+    s = await Store(control_db()).open()
+    yield s
+    await s.close()
+
+
+async def test_schedules_requests_and_acks(store):
+    assert await store.create_schedule(_sched("d1", "a1"), 8) == "ok"
+    assert await store.create_schedule(_sched("d1", "a1"), 8) == "exists"
+    got = await store.get_schedule("d1", "a1")
+    assert got["days"] == [1, 2] and got["revision"] == 1 and got["state"] == "pending_ack"
+    assert await store.replace_schedule(_sched("d1", "a1", time="08:00"), if_revision=1)
+    assert not await store.replace_schedule(_sched("d1", "a1", time="09:00"), if_revision=1)
+    assert (await store.get_schedule("d1", "a1"))["time"] == "08:00"
+    for i in range(3):
+        await store.add_request("r%d" % i, "d1", "SET_ALARM", {"n": i})
+    assert [r["req_id"] for r in await store.recent_requests("d1")] == ["r2", "r1", "r0"]
+    first = await store.record_ack("r1", {"ok": True})
+    assert first["ack"] == {"ok": True}
+    assert await store.record_ack("r1", {"ok": False}) is None      # the first ack stays
+    assert await store.counts("d1") == {"requests": 3, "sent": 0, "acked": 1}
+    assert await store.mark_deleted("d1", "a1")
+    assert not await store.mark_deleted("d1", "a1")
+    assert await store.list_schedules("d1") == []
+
+
+async def test_live_schedules_capped_under_concurrent_creates(store):
+    outcomes = await asyncio.gather(*[store.create_schedule(_sched("d2", "a%d" % i), 8) for i in range(20)])
+    assert outcomes.count("ok") == 8 and outcomes.count("full") == 12
+
+
+async def test_activation_approved_once(store):
+    assert await store.add_activation("123456", "d3", "c3", "ch", 600)
+    assert not await store.add_activation("123456", "d4", "c4", "ch", 600)
+    results = await asyncio.gather(*[store.approve_activation("123456") for _ in range(5)])
+    assert sum(r is not None for r in results) == 1
+    assert (await store.get_device("d3"))["client_id"] == "c3"
+
+
+async def test_state_reports_and_resend_rounds(store):
+    await store.save_state("d5", {"state": "idle"})
+    await store.save_state("d5", {"state": "speaking"})
+    assert (await store.get_state("d5"))["report"] == {"state": "speaking"}
+    assert await store.claim_resend_round("d5", 30)
+    assert not await store.claim_resend_round("d5", 30)
+
+
+async def test_due_schedules_claimed_once_by_nodes_sharing_the_store(control_db, store):
+    """Three nodes (three connections) claim 300 due schedules at once: each
+    is claimed by exactly one; a dead node's claim is taken over with its req_id."""
+    for i in range(300):
+        await store.create_schedule(_sched("d%d" % (i % 40), "a%d" % i), None)
+    assert await store.due_count() == 300
+    nodes = [await Store(control_db()).open() for _ in range(3)]
+    try:
+        for i, n in enumerate(nodes):
+            await n.register_node("node%d" % i, None, None)
+
+        async def drain(n, i):
+            got = []
+            while True:
+                batch = await n.claim_due("node%d" % i, 7)
+                if not batch:
+                    return got
+                for c in batch:
+                    got.append(c["alarm_id"])
+                    assert await n.delivered(c["device_id"], c["alarm_id"], c["claim_req_id"])
+        claimed = await asyncio.gather(*[drain(n, i) for i, n in enumerate(nodes)])
+        ids = [a for got in claimed for a in got]
+        assert sorted(ids) == sorted("a%d" % i for i in range(300))
+        assert await store.due_count() == 0
+
+        await store.mark_deleted("d0", "a0")        # due again, claimed by node0, which then dies
+        c = await nodes[0].claim_one("d0", "a0", "node0")
+        assert await nodes[1].claim_one("d0", "a0", "node1") is None    # node0 holds it while it lives
+        await nodes[0].leave("node0")
+        taken = await nodes[1].claim_one("d0", "a0", "node1")
+        assert taken["claim_req_id"] == c["claim_req_id"] and taken["taken_over"]
+    finally:
+        for n in nodes:
+            await n.close()
+
+
+async def test_migrations_recorded_once(store):
+    def versions():
+        return sorted(r[0] for r in store._db.execute("SELECT version FROM schema_migrations"))
+    assert await store._run(versions) == [m.version for m in schema.MIGRATIONS]
+    assert await store._run(schema.migrate, store._db) == []
+
+
+async def test_nodes_starting_together_migrate_once(control_db):
+    target = control_db("fresh.db")
+    stores = [Store(target) for _ in range(3)]
+    try:
+        await asyncio.gather(*[s.open() for s in stores])
+        rows = await stores[0]._run(lambda: stores[0]._db.execute("SELECT version FROM schema_migrations").fetchall())
+        assert sorted(r[0] for r in rows) == [m.version for m in schema.MIGRATIONS]
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_a_file_of_the_release_before_migrations_is_migrated_in_place(tmp_path):
+    path = str(tmp_path / "old.db")
+    db = sqlite3.connect(path)
+    # The schema a release before migrations left (schedules without revision, requests without created_at).
+    db.executescript("""
+    CREATE TABLE schedules (device_id TEXT NOT NULL, alarm_id TEXT NOT NULL, at INTEGER, time TEXT, days TEXT,
+        pending_task TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, state TEXT NOT NULL,
+        last_req_id TEXT, PRIMARY KEY (device_id, alarm_id));
+    CREATE TABLE requests (req_id TEXT PRIMARY KEY, device_id TEXT NOT NULL, action TEXT NOT NULL,
+        payload TEXT NOT NULL, sent_at REAL, ack TEXT, acked_at REAL);
+    CREATE TABLE device_states (device_id TEXT PRIMARY KEY, state TEXT NOT NULL, received_at REAL NOT NULL);
+    INSERT INTO schedules VALUES ('kid', 'wake', NULL, '07:30', '[1]', '{"app_id": "chat", "task_id": "conversation"}',
+        1.0, 1.0, 'active', 'rold2');
+    INSERT INTO requests VALUES ('rold1', 'kid', 'SET_ALARM', '{}', 1.0, NULL, NULL);
+    INSERT INTO requests VALUES ('rold2', 'kid', 'SET_ALARM', '{}', 2.0, '{"ok": true}', 2.5);
+    """)
+    db.commit()
+    db.close()
+    store = await Store(path).open()
+    try:
+        s = await store.get_schedule("kid", "wake")
+        assert s["state"] == "active" and s["revision"] == 1 and s["time"] == "07:30"
+        await store.add_request("rnew", "kid", "SET_ALARM", {})
+        assert [r["req_id"] for r in await store.recent_requests("kid")] == ["rnew", "rold2", "rold1"]
+        assert await store.due_count() == 0
+    finally:
+        await store.close()
+    again = await Store(path).open()     # opened again: nothing left to migrate
+    try:
+        assert await again._run(schema.migrate, again._db) == []
+    finally:
+        await again.close()
+
+
+async def test_a_database_newer_than_this_release_is_refused(control_db):
+    store = await Store(control_db()).open()
+    await store._run(lambda: store._db.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)",
+        (schema.LATEST + 1,)))
+    await store.close()
+    with pytest.raises(schema.SchemaError, match="newer than this release"):
+        await Store(control_db()).open()
