@@ -468,7 +468,12 @@ class ControlPlane:
             log.warning("could not look for unacked schedules: %s", e.message)
 
     async def _dispatch_loop(self) -> None:
-        """Claim and send due schedule deliveries while the broker is here."""
+        """Claim and send due schedule deliveries while the broker is here.
+        Every RESEND_INTERVAL_S it also makes due again what no ack answered
+        in that long: a request lost with a node that died as it sent it, to
+        a device that sends no report to start a re-send round."""
+        loop = asyncio.get_running_loop()
+        swept = loop.time()
         while True:
             try:
                 await asyncio.wait_for(self._dispatch_now.wait(), DISPATCH_EVERY_S)
@@ -477,6 +482,9 @@ class ControlPlane:
             self._dispatch_now.clear()
             if not self.broker_connected:
                 continue
+            if loop.time() - swept >= RESEND_INTERVAL_S:
+                swept = loop.time()
+                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S)
             try:
                 while await self.dispatch_once() == DISPATCH_BATCH:
                     pass
