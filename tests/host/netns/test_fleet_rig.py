@@ -90,7 +90,7 @@ async def test_a_drained_node_finishes_its_reply_then_its_device_moves(rig):
 
 
 # Known bug, issue 24 stays open for it: on a loaded 2-core machine 2 of 240
-# schedules were sometimes sent twice with two req_ids (a re-send round,
+# schedules were sometimes sent twice with two req_ids (most likely a re-send round,
 # started by a board's report, took a request whose ack was late for lost:
 # RESEND_AFTER_S is 2 s). It passes on a quiet machine (3 of 3 runs, and
 # `make bench ARGS=fleet`: 1 000 of 1 000 once). Until the re-send waits
