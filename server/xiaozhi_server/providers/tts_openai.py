@@ -10,7 +10,9 @@ OpenAI and Kokoro send; other servers differ), `speed`, `timeout`
 
 What comes back is read by its first bytes, not by what was asked
 (audio_decode.sniff): self-hosted servers answer WAV or MP3 to a pcm
-request, stream WAV with no length, write float or stereo samples. A
+request, stream WAV with no length, write float or stereo samples; a
+bare MP3 or AAC frame (no ID3 tag) to a pcm request is told from samples
+by its Content-Type. A
 body that is no audio (an HTML error page with status 200) is a TtsError.
 """
 from .audio import AudioChunk
@@ -20,6 +22,7 @@ from .tts_base import TtsError, TtsProvider
 from ..pools import run_blocking
 
 FORMATS = ("pcm", "wav", "mp3", "opus", "aac", "flac")
+_COMPRESSED_TYPES = ("mpeg", "mp3", "aac", "ogg", "opus", "flac")
 
 @register("tts", "openai")
 class OpenAiTts(TtsProvider):
@@ -61,7 +64,12 @@ class OpenAiTts(TtsProvider):
                     head += data
                     if len(head) >= 16:
                         break
-                kind = sniff(head, expect_pcm=self.format == "pcm")
+                # A bare MP3 or AAC frame sync looks like samples; when a pcm
+                # request gets one, the Content-Type tells (servers that always
+                # answer MP3, such as Edge-backed ones, send no ID3 tag).
+                declared = resp.headers.get("content-type", "").lower()
+                compressed = any(name in declared for name in _COMPRESSED_TYPES)
+                kind = sniff(head, expect_pcm=self.format == "pcm" and not compressed)
                 if kind == "pcm" or kind == "wav":
                     async for chunk in self._pcm_chunks(kind, head, pieces):
                         yield chunk

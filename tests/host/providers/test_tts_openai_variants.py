@@ -2,6 +2,7 @@
 servers really give: raw PCM at their own rate, WAV streamed with no length,
 float or stereo WAV, WAV or MP3 whatever was asked, and an HTML error page
 sent with status 200. The voice name picks the server's answer."""
+import asyncio
 import struct
 import subprocess
 
@@ -39,12 +40,38 @@ def mp3_bytes(rate):
                           input=audio.tone(HZ, 600, rate), capture_output=True, check=True).stdout
 
 
+def encoded(container, codec, rate):
+    """A tone as servers encode it with ffmpeg (through PyAV): Ogg/Opus, FLAC, AAC in ADTS."""
+    import io
+
+    import av
+    buf = io.BytesIO()
+    with av.open(buf, "w", format=container) as out:
+        stream = out.add_stream(codec, rate=rate, layout="mono")
+        sample_format = stream.codec_context.format.name
+        pcm = np.frombuffer(audio.tone(HZ, 600, rate), dtype="<i2")
+        for i in range(0, len(pcm), 960):
+            piece = pcm[i:i + 960][None, :]
+            if sample_format.startswith("flt"):
+                piece = (piece / 32768.0).astype(np.float32)
+            frame = av.AudioFrame.from_ndarray(piece, format=sample_format, layout="mono")
+            frame.sample_rate = rate
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return buf.getvalue()
+
+
 ANSWERS = {
     "pcm22k": lambda: ("audio/pcm", audio.tone(HZ, 600, 22050)),
     "wav_streamed": lambda: ("audio/wav", wav_bytes(24000, streamed=True)),
     "wav_float_stereo": lambda: ("audio/wav", wav_bytes(44100, channels=2, float32=True, tail=b"id3 \x04\0\0\0abcd")),
     "wav_for_pcm": lambda: ("audio/wav", wav_bytes(16000)),
     "mp3": lambda: ("audio/mpeg", mp3_bytes(22050)),
+    "opus48k": lambda: ("audio/ogg", encoded("ogg", "libopus", 48000)),
+    "flac44k": lambda: ("audio/flac", encoded("flac", "flac", 44100)),
+    "aac24k": lambda: ("audio/aac", encoded("adts", "aac", 24000)),
     "html": lambda: ("text/html", b"<html><body>Bad Gateway</body></html>"),
     "broken_mp3": lambda: ("audio/mpeg", b"ID3\x03\0\0\0\0\0\0" + bytes(300)),
 }
@@ -98,6 +125,39 @@ async def test_mp3_is_decoded(speech_server):
     chunk = await tts(url, voice="mp3", response_format="mp3").synthesize("Hi")
     assert chunk.rate == 22050 and chunk.seconds == pytest.approx(0.6, abs=0.08)   # MP3 pads a frame or two
     assert abs(audio.dominant_hz(chunk.pcm, 22050) - HZ) < 5
+
+
+@pytest.mark.parametrize("voice, fmt, rate", [
+    ("opus48k", "opus", 48000), ("flac44k", "flac", 44100), ("aac24k", "aac", 24000),
+    ("mp3", "pcm", 22050),   # a server that answers MP3 (no ID3 tag) whatever was asked: its Content-Type tells
+])
+async def test_compressed_answers_are_decoded_at_their_rate(speech_server, voice, fmt, rate):
+    url, _ = speech_server
+    chunk = await tts(url, voice=voice, response_format=fmt).synthesize("Hi")
+    assert chunk.rate == rate and chunk.seconds == pytest.approx(0.6, abs=0.1)   # codecs pad a frame or two
+    assert abs(audio.dominant_hz(chunk.pcm, rate) - HZ) < 5
+
+
+async def test_down_or_silent_servers_are_tts_errors():
+    """Nothing listening, or a server that takes the request and never
+    answers (past `timeout`): a TtsError each, so the chain speaks instead."""
+    from testkit.local_net import unused_port
+    with pytest.raises(TtsError, match="failed"):
+        await tts("http://127.0.0.1:%d/v1" % unused_port()).synthesize("Hi")
+    never = asyncio.Event()
+
+    async def speech(request):
+        await never.wait()
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/speech", speech)
+    runner, url = await serve(app)
+    try:
+        with pytest.raises(TtsError, match="timed out"):
+            await tts(url + "/v1", timeout=0.3).synthesize("Hi")
+    finally:
+        never.set()
+        await runner.cleanup()
 
 
 @pytest.mark.parametrize("voice", ["html", "broken_mp3"])
