@@ -35,6 +35,7 @@ import subprocess
 import threading
 
 from testkit import audio
+from testkit.ws_fake import ThreadedWsServer
 
 __all__ = ["FakeEdgeTts", "TONE_HZ", "CLIENT_TOKEN"]
 
@@ -83,7 +84,9 @@ class Connection:
         self.closed = threading.Event()
 
 
-class FakeEdgeTts:
+class FakeEdgeTts(ThreadedWsServer):
+    name = "fake-edge-tts"
+
     def __init__(self, seconds=0.6):
         self.seconds = seconds
         self.mp3 = mp3_tone(seconds)
@@ -92,10 +95,6 @@ class FakeEdgeTts:
         self.release = threading.Event()
         self._faults = []
         self._lock = threading.Lock()
-        self._loop = None
-        self._server = None
-        self._thread = None
-        self._stop = None
 
     def fault(self, name):
         self._faults.append(name)
@@ -175,41 +174,6 @@ class FakeEdgeTts:
         await ws.send(text_frame(request_id, "turn.end", "{}"))
         await ws.wait_closed()   # the client closes
 
-    # --- lifecycle -----------------------------------------------------
-    def start(self):
-        from websockets.asyncio.server import serve
-        ready = threading.Event()
-
-        async def main():
-            self._stop = asyncio.Event()
-            async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request) as server:
-                self._server = server
-                ready.set()
-                await self._stop.wait()
-                for ws in list(server.all_connections):
-                    ws.transport.abort()
-
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),),
-                                        name="fake-edge-tts", daemon=True)
-        self._thread.start()
-        ready.wait()
-        return self
-
     def stop(self):
-        if self._loop is not None:
-            self.release.set()
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(10)
-            self._loop.close()
-            self._loop = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def port(self):
-        return list(self._server.sockets)[0].getsockname()[1]
+        self.release.set()   # a connection held back must not hold the loop at stop
+        super().stop()

@@ -34,13 +34,13 @@ characters of the streamed text. Faults (one per connection): "silent"
 past its end), "server_error" (an error message, code 1022 / 55000031 /
 3031 by service).
 """
-import asyncio
 import gzip
 import json
 import struct
 import threading
 
 from testkit import audio
+from testkit.ws_fake import ThreadedWsServer
 
 __all__ = ["FakeVolcengine", "TONE_HZ"]
 
@@ -93,7 +93,10 @@ class Connection:
         self.closed = threading.Event()
 
 
-class FakeVolcengine:
+class FakeVolcengine(ThreadedWsServer):
+    name = "fake-volcengine"
+    serve_options = {"compression": None, "max_size": 1 << 22}
+
     def __init__(self, token="test-token", access_key="test-key", default_text="你好"):
         self.token = token
         self.access_key = access_key
@@ -101,7 +104,6 @@ class FakeVolcengine:
         self.connections = []
         self._script = []
         self._lock = threading.Lock()
-        self._loop = self._server = self._thread = self._stop = None
 
     def say(self, online, final=None):
         self._script.append(Turn(online, final))
@@ -117,7 +119,7 @@ class FakeVolcengine:
 
     @property
     def url(self):
-        return "ws://127.0.0.1:%d" % list(self._server.sockets)[0].getsockname()[1]
+        return "ws://127.0.0.1:%d" % self.port
 
     # --- the protocol ------------------------------------------------
     async def _process_request(self, connection, request):
@@ -235,38 +237,3 @@ class FakeVolcengine:
             await ws.send(frame(0b1011, 0b0011 if seq < 0 else 0b0001, piece, serialization=0, compression=0,
                                 sequence=seq))
         await ws.wait_closed()
-
-    # --- lifecycle -----------------------------------------------------
-    def start(self):
-        from websockets.asyncio.server import serve
-        ready = threading.Event()
-
-        async def main():
-            self._stop = asyncio.Event()
-            async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None, max_size=1 << 22) as server:
-                self._server = server
-                ready.set()
-                await self._stop.wait()
-                for ws in list(server.all_connections):
-                    ws.transport.abort()
-
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),),
-                                        name="fake-volcengine", daemon=True)
-        self._thread.start()
-        ready.wait()
-        return self
-
-    def stop(self):
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(10)
-            self._loop.close()
-            self._loop = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

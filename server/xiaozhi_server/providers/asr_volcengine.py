@@ -95,7 +95,7 @@ class VolcengineAsr(StreamingAsr):
     async def connect(self, connect_id):
         from websockets.asyncio.client import connect
         return await connect(self.url, additional_headers=self.headers(connect_id), proxy=None,
-                             open_timeout=None, ping_interval=None, compression=None,
+                             logger=vf.WS_LOG, open_timeout=None, ping_interval=None, compression=None,
                              max_size=1 << 20, close_timeout=2)
 
     def open_stream(self, language=None, on_partial=None):
@@ -150,7 +150,7 @@ class VolcengineAsrStream(AsrStream):
     def _fail(self, reason, detail, status=None):
         if not self._result.done():
             err = AsrError(self.asr.name, reason, detail, status)
-            log.warning("%s", err)
+            log.debug("%s", err)   # the caller logs it once (the fallback chain, the listener)
             self._result.set_exception(err)
 
     async def _run(self):

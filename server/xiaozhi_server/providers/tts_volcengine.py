@@ -74,7 +74,7 @@ class VolcengineTts(TtsProvider):
         try:
             ws = await asyncio.wait_for(connect(
                 self.url, additional_headers={"Authorization": "Bearer; %s" % self.token}, proxy=None,
-                open_timeout=None, ping_interval=None, compression=None, max_size=1 << 22,
+                logger=vf.WS_LOG, open_timeout=None, ping_interval=None, compression=None, max_size=1 << 22,
                 close_timeout=2), self.connect_timeout)
         except asyncio.TimeoutError:
             raise TtsError("Volcengine TTS: could not connect to %s within %.1f s" % (self.url, self.connect_timeout))

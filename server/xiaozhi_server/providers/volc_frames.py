@@ -17,6 +17,7 @@ message of its direction (its sequence, when present, is negative).
 """
 import gzip
 import json
+import logging
 import struct
 
 FULL_CLIENT_REQUEST = 0b0001
@@ -31,6 +32,13 @@ FLAG_LAST = 0b0010
 
 RAW, JSON = 0, 1
 NO_COMPRESSION, GZIP = 0, 1
+
+
+# websockets logs every handshake header at DEBUG, the access token with
+# them: the connections of these providers log through this logger, kept at
+# INFO whatever the root level, so no debug setting shows a token.
+WS_LOG = logging.getLogger("xiaozhi_server.providers.volcengine.websocket")
+WS_LOG.setLevel(logging.INFO)
 
 
 class FrameError(ValueError):

@@ -92,7 +92,7 @@ async def test_failures_go_to_the_fallback_chain(edge, caplog, fault, said):
         edge.fault(fault)   # edge-tts retries a 403 once, after setting its clock from the answer's Date
     chain = create("tts", {"type": "fallback", "providers": [
         {"type": "edge", "first_audio_timeout": 0.5, "chunk_timeout": 5}, {"type": "espeak", "voice": "en"}]})
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.DEBUG):
         chunk = await chain.synthesize("hello")
     assert not chunk.text_only and chunk.rate != 24000 and audio.rms(chunk.pcm) > 100   # espeak spoke
     lines = [r.getMessage() for r in caplog.records if "TTS edge failed" in r.getMessage()]
