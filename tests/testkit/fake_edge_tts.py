@@ -23,7 +23,8 @@ The audio is a 330 Hz tone of `seconds` per request, encoded by lame at
 
 Faults (one per connection): "reject_403" (handshake refused, with a Date
 header as the service sends), "silent" (turn.start, then nothing),
-"cut_before_audio", "cut" (dropped after the first audio frame),
+"cut_before_audio", "cut" (dropped after the first audio frame), "stall"
+(nothing more after the first audio frame),
 "garbage" (a text frame that is no header block), "bad_binary" (a header
 length past the frame's end), "bad_mp3" (well-framed audio that is not
 MP3), "no_audio" (turn.start then turn.end).
@@ -162,6 +163,9 @@ class FakeEdgeTts(ThreadedWsServer):
                 await ws.send(audio_frame(request_id, data[i:i + FRAME]))
                 if i == 0 and fault == "cut":
                     ws.transport.abort()
+                    return
+                if i == 0 and fault == "stall":
+                    await ws.wait_closed()
                     return
                 if i == 0 and self.hold_after_first:
                     await asyncio.get_running_loop().run_in_executor(None, self.release.wait, 30)

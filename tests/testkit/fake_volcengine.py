@@ -30,7 +30,7 @@ Paths, as the services':
 ASR: every 600 ms of audio received gets a result with the next two
 characters of the streamed text. Faults (one per connection): "silent"
 (audio taken, nothing answered), "cut" (dropped after the first audio),
-"garbage" (a text frame), "malformed" (a frame whose payload size runs
+"garbage" (a text frame), "stall" (TTS: nothing after the first audio), "malformed" (a frame whose payload size runs
 past its end), "server_error" (an error message, code 1022 / 55000031 /
 3031 by service).
 """
@@ -224,6 +224,8 @@ class FakeVolcengine(ThreadedWsServer):
             if n == 2 and turn.fault == "cut":
                 ws.transport.abort()
                 return
+            if n == 2 and turn.fault == "stall":
+                break
             if n == 2 and turn.fault == "garbage":
                 await ws.send("<html>502 Bad Gateway</html>")
                 break

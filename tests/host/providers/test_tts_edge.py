@@ -118,3 +118,12 @@ async def test_a_cut_mid_sentence_keeps_what_was_heard(edge):
         async for chunk in edge_tts_provider().stream("hello"):
             chunks.append(chunk)
     assert chunks and sum(audio.seconds(c.pcm, c.rate) for c in chunks) < edge.seconds
+
+
+async def test_a_stall_mid_sentence_is_an_error(edge):
+    edge.fault("stall")
+    chunks = []
+    with pytest.raises(TtsError, match="no more audio within 0.3 s"):
+        async for chunk in edge_tts_provider(chunk_timeout=0.3).stream("hello"):
+            chunks.append(chunk)
+    assert chunks

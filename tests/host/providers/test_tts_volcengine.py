@@ -89,6 +89,7 @@ async def test_handshake_never_answered():
 
 @pytest.mark.parametrize("fault, said", [
     ("cut", "closed the connection before the last audio"),
+    ("stall", "no more audio within 0.3 s"),
     ("garbage", "not its protocol: a text frame"),
     ("malformed", "not its protocol: payload size"),
 ])
@@ -98,6 +99,6 @@ async def test_failures_mid_answer(volc, fault, said):
     volc.fault(fault)
     chunks = []
     with pytest.raises(TtsError, match=said):
-        async for chunk in create("tts", doubao(volc.url)).stream("hello"):
+        async for chunk in create("tts", doubao(volc.url, chunk_timeout=0.3)).stream("hello"):
             chunks.append(chunk)
     assert len(chunks) == 1
