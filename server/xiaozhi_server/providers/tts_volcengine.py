@@ -13,8 +13,8 @@ message), a refused handshake, no audio within `first_audio_timeout`, a
 pause longer than `chunk_timeout`, a cut or a frame that is not the
 protocol is a TtsError, and the fallback chain speaks instead.
 
-Config keys: `appid`, `token` (else `$XIAOZHI_VOLC_TTS_TOKEN`, else
-`$XIAOZHI_VOLC_TOKEN`, or the variable `token_env` names), `cluster`
+Config keys: `appid`, `token` (else the variable `token_env` names, else
+`$XIAOZHI_VOLC_TTS_TOKEN`, else `$XIAOZHI_VOLC_TOKEN`), `cluster`
 (volcano_tts), `voice` (the service's voice_type; a `voice` argument
 overrides it), `rate` (24000), `speed_ratio`, `volume_ratio`,
 `pitch_ratio` (1.0), `uid`, `url`, `connect_timeout` (3 s),
@@ -43,8 +43,8 @@ class VolcengineTts(TtsProvider):
         self.appid = str(config.get("appid") or "")
         if not self.appid:
             raise ValueError("volcengine TTS needs an appid")
-        self.token = config.get("token") or os.environ.get("XIAOZHI_VOLC_TTS_TOKEN") \
-            or volc_token(config, "XIAOZHI_VOLC_TOKEN")
+        # The variable token_env names, else the TTS's own, else the account's shared one.
+        self.token = volc_token(config, "XIAOZHI_VOLC_TTS_TOKEN") or os.environ.get("XIAOZHI_VOLC_TOKEN", "")
         self.cluster = config.get("cluster", "volcano_tts")
         self.voice = config.get("voice", "zh_female_wanwanxiaohe_moon_bigtts")
         self.rate = int(config.get("rate", 24000))

@@ -49,8 +49,12 @@ async def test_pcm_streams_piece_by_piece(volc):
 
 async def test_token_from_the_environment(volc, monkeypatch):
     monkeypatch.setenv("XIAOZHI_VOLC_TTS_TOKEN", TOKEN)
+    monkeypatch.setenv("XIAOZHI_VOLC_TOKEN", "the-asr-one")
     chunk = await create("tts", doubao(volc.url, token=None)).synthesize("好")
     assert chunk.rate == 24000 and abs(audio.seconds(chunk.pcm, 24000) - 0.6) < 0.01
+    monkeypatch.setenv("MY_DOUBAO", TOKEN)
+    monkeypatch.setenv("XIAOZHI_VOLC_TTS_TOKEN", "not-this-one")
+    assert (await create("tts", doubao(volc.url, token=None, token_env="MY_DOUBAO")).synthesize("好")).pcm
 
 
 FAILURES = [
