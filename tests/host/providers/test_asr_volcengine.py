@@ -163,7 +163,10 @@ async def test_handshake_never_answered(caplog):
     ("server_error", "refused", "error 1022: server busy"),
 ])
 async def test_service_failures(volc, caplog, fault, reason, said):
-    await expect_failure(lambda: classic(volc, final_timeout=0.3), reason, caplog, said, volc, fault)
+    # Only the silent service waits out a short timeout: the others must say
+    # what went wrong however long a loaded machine takes to say it.
+    wait = 0.3 if fault == "silent" else 30
+    await expect_failure(lambda: classic(volc, final_timeout=wait), reason, caplog, said, volc, fault)
 
 
 async def test_the_fallback_chain_hears_the_audio_again(volc):

@@ -72,7 +72,8 @@ async def test_failures_before_audio_go_to_the_fallback_chain(volc, caplog, faul
         url = "ws://127.0.0.1:%d" % unused_port()
     elif fault != "wrong_token":
         volc.fault(fault)
-    member = doubao(url, first_audio_timeout=0.5, token="wrong" if fault == "wrong_token" else TOKEN)
+    member = doubao(url, first_audio_timeout=0.5 if fault == "silent" else 30,
+                    token="wrong" if fault == "wrong_token" else TOKEN)
     chain = create("tts", {"type": "fallback", "providers": [member, {"type": "espeak", "voice": "en"}]})
     with caplog.at_level(logging.DEBUG):   # at every level: websockets logs handshake headers at DEBUG
         chunk = await chain.synthesize("hello")
@@ -103,6 +104,6 @@ async def test_failures_mid_answer(volc, fault, said):
     volc.fault(fault)
     chunks = []
     with pytest.raises(TtsError, match=said):
-        async for chunk in create("tts", doubao(volc.url, chunk_timeout=0.3)).stream("hello"):
+        async for chunk in create("tts", doubao(volc.url, chunk_timeout=0.3 if fault == "stall" else 30)).stream("hello"):
             chunks.append(chunk)
     assert len(chunks) == 1
