@@ -128,3 +128,10 @@ async def test_a_stall_mid_sentence_is_an_error(edge):
         async for chunk in edge_tts_provider(chunk_timeout=0.3).stream("hello"):
             chunks.append(chunk)
     assert chunks
+
+
+def test_urls_in_messages_lose_their_query():
+    from xiaozhi_server.providers.tts_edge import scrub
+    said = scrub("403, message='Invalid response status', url='wss://speech.platform.bing.com/edge/v1"
+                 "?TrustedClientToken=%s&Sec-MS-GEC=ABC123&ConnectionId=1'" % CLIENT_TOKEN)
+    assert said == "403, message='Invalid response status', url='wss://speech.platform.bing.com/edge/v1'"
