@@ -40,8 +40,10 @@ import uuid
 
 from .asr_base import AsrError, AsrStream, StreamingAsr
 from .registry import register
+from .ws_log import connection_logger
 
 log = logging.getLogger(__name__)
+_WS_LOG = connection_logger("funasr")   # the bearer token stays out of websockets' DEBUG lines
 
 MODES = ("offline", "online", "2pass")
 _END = object()
@@ -108,8 +110,8 @@ class FunAsr(StreamingAsr):
     async def connect(self):
         from websockets.asyncio.client import connect
         return await connect(self.url, subprotocols=["binary"], additional_headers=self._headers,
-                             ssl=self._ssl, proxy=None, open_timeout=None, ping_interval=None,
-                             compression=None, max_size=1 << 20, close_timeout=2)
+                             ssl=self._ssl, proxy=None, logger=_WS_LOG, open_timeout=None,
+                             ping_interval=None, compression=None, max_size=1 << 20, close_timeout=2)
 
     def open_stream(self, language=None, on_partial=None):
         return FunAsrStream(self, on_partial)

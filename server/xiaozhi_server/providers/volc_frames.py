@@ -17,8 +17,9 @@ message of its direction (its sequence, when present, is negative).
 """
 import gzip
 import json
-import logging
 import struct
+
+from .ws_log import connection_logger
 
 FULL_CLIENT_REQUEST = 0b0001
 AUDIO_ONLY_REQUEST = 0b0010
@@ -34,11 +35,8 @@ RAW, JSON = 0, 1
 NO_COMPRESSION, GZIP = 0, 1
 
 
-# websockets logs every handshake header at DEBUG, the access token with
-# them: the connections of these providers log through this logger, kept at
-# INFO whatever the root level, so no debug setting shows a token.
-WS_LOG = logging.getLogger("xiaozhi_server.providers.volcengine.websocket")
-WS_LOG.setLevel(logging.INFO)
+# The connections' logger: no handshake header (the token) at any level.
+WS_LOG = connection_logger("volcengine")
 
 
 class FrameError(ValueError):
