@@ -340,7 +340,8 @@ class AppRuntime:
 
     # ---- what the user's words and wakes lead to ----
 
-    async def talk_refused(self, speak: bool = True, utterance: Utterance | None = None) -> bool:
+    async def talk_refused(self, speak: bool = True, utterance: Utterance | None = None,
+                           after_wake: bool = False) -> bool:
         """The one check of the family's limits (control/family.py): inside
         bedtime or over the day's talk time, the child's wake or words get
         the kind line (when `speak`) and no chat or translation. A lesson is
@@ -349,10 +350,20 @@ class AppRuntime:
         key = await family.refusal(self.session.device_id) if family is not None else None
         if key is None:
             return False
-        log.info("[%s] %s: no talking now (%s)", self.session.device_id, self.active, key)
-        # Said once the words are final (a child who goes on is answered then).
-        if speak and await committed(utterance):
-            await self.session.say(self.session.lines.get(key, self.session.language))
+        s = self.session
+        log.info("[%s] %s: no talking now (%s)", s.device_id, self.active, key)
+        if not speak:
+            return True
+        if after_wake:
+            # As a greeting would: not over words that follow the wake word
+            # (those get the line themselves).
+            woke = s.last_user_speech
+            await s.child_done()
+            if s.closed or s.last_user_speech > woke:
+                return True
+        elif not await committed(utterance):
+            return True     # the child went on: the words when final get the line
+        await s.say(s.lines.get(key, s.language))
         return True
 
     async def route(self, text: str, utterance: Utterance | None = None) -> None:
@@ -376,7 +387,7 @@ class AppRuntime:
                 log.info("[%s] wake word during %s: %s", self.session.device_id, self.active, result["reason"])
             return
         self.proactive.user_spoke()
-        if await self.talk_refused():
+        if await self.talk_refused(after_wake=True):
             return
         await self.session.greet(text)
 
