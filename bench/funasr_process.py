@@ -10,11 +10,9 @@ final text `final_delay_s` after the end of speech: the offline pass).
     with FunAsrProcess("Can you tell me a story?", final_delay_s=0.08) as asr:
         asr.url             # ws://127.0.0.1:PORT
 """
-import multiprocessing
 import sys
-import time
 
-from .llm_process import START_TIMEOUT_S, TESTS
+from .llm_process import TESTS, ServerProcess
 
 
 def _serve(conn, text, final_delay_s):
@@ -31,40 +29,17 @@ def _serve(conn, text, final_delay_s):
     server.stop()
 
 
-class FunAsrProcess:
+class FunAsrProcess(ServerProcess):
+    target = _serve
+    name = "bench-fake-funasr"
+
     def __init__(self, text, final_delay_s=0.08):
-        self.text = text
-        self.final_delay_s = final_delay_s
-        self.port = None
-        self.connections = None   # after exit: how many utterances it heard
-        self._proc = None
-        self._conn = None
+        super().__init__(text, final_delay_s)
 
-    def __enter__(self):
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, self.text, self.final_delay_s),
-                                 name="bench-fake-funasr", daemon=True)
-        self._proc.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self._conn.poll(0.1):
-            if not self._proc.is_alive() or time.monotonic() > deadline:
-                self._proc.kill()
-                raise RuntimeError("the fake FunASR process did not start (exit code %s)" % self._proc.exitcode)
-        self.port = self._conn.recv()
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self._conn.send("stop")
-            if self._conn.poll(10):
-                self.connections = self._conn.recv()
-        except (BrokenPipeError, EOFError, OSError):
-            pass
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
+    @property
+    def connections(self):
+        """After exit: how many utterances it heard."""
+        return self.served
 
     @property
     def url(self):

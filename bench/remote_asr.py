@@ -16,9 +16,7 @@ of silence before a reply may be heard, docs/server.md) and with the
 commit at the speculative end (160 ms), which shows what the recognizer
 itself adds.
 """
-import asyncio
-
-from .device import Utterance, open_device, take_turn
+from .device import Utterance, take_turns
 from .fakes import ToneTts
 from .funasr_process import FunAsrProcess
 from .latency import SETTLE_S
@@ -39,13 +37,7 @@ RULES = (("words rule", {}),
 async def _turns(cfg, utt, turns, warm):
     async with BenchServer(cfg, tts=ToneTts(ms=300)) as srv:
         await warm(srv)
-        dev = await open_device(srv.url, "bench:remote-asr")
-        try:
-            times = [await take_turn(dev, utt) for _ in range(turns)]
-            await asyncio.sleep(SETTLE_S)
-            heard = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
-        finally:
-            await dev.close()
+        times, heard = await take_turns(srv.url, "bench:remote-asr", utt, turns, SETTLE_S)
         marks = srv.services.turn_marks()
     first = [t.first_audio - t.speech_end for t in times if t.first_audio is not None]
     asr = [ms(m["heard"] - m["ended"]) for m in marks if m.get("heard") and m.get("ended")]

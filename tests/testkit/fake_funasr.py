@@ -36,6 +36,8 @@ import asyncio
 import json
 import threading
 
+from websockets.exceptions import ConnectionClosed
+
 __all__ = ["FakeFunAsr", "Connection"]
 
 BYTES_PER_60MS = 1920
@@ -124,6 +126,8 @@ class FakeFunAsr:
             self.connections.append(conn)
         try:
             await self._converse(ws, turn, conn)
+        except ConnectionClosed:
+            pass   # the client went away (a dropped utterance): nothing more to say
         finally:
             conn.closed.set()
 
@@ -202,8 +206,10 @@ class FakeFunAsr:
         async def main():
             self._stop = asyncio.Event()
             self._release = asyncio.Event()
+            # A deep accept queue: at 200 sessions many turns start at once, and a
+            # dropped SYN costs the client a second of retransmission.
             async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None, ssl=self.ssl) as server:
+                             compression=None, ssl=self.ssl, backlog=1024) as server:
                 self._server = server
                 ready.set()
                 await self._stop.wait()

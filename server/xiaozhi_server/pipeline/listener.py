@@ -88,7 +88,7 @@ class _Tentative:
         self.at_ms = at_ms      # stream position of the speculative end
         self.heard_ms = 0       # ms of audio heard since the end (all quiet so far)
         self.timer = None
-        self.wait_ms = wait_ms  # more silence needed before the commit; None until ASR has the words
+        self.wait_ms = wait_ms  # more silence needed before the commit; None until there are words
         self.since = since      # loop time of the speculative end
         self.asr = None         # the task transcribing it
         self.stream = stream    # its ASR stream (streaming ASR), finishing
