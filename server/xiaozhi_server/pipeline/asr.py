@@ -79,5 +79,5 @@ class Transcriber:
 
     @staticmethod
     def _failed(err: AsrError) -> AsrFailed:
-        log.warning("ASR failed, the child hears the could-not-hear line: %s", err)
+        log.warning("ASR failed: %s", err)   # the session says its could-not-hear line
         return AsrFailed(err.reason)
