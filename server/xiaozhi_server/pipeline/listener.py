@@ -16,8 +16,8 @@ If the child speaks first it becomes False, the prepared reply is dropped
 unheard, and the new words join the old ones (docs/server.md, One turn).
 
 With a streaming ASR (transcriber.streaming) a stream is opened at the
-VAD's turn start and fed the utterance (pre-roll included) batch by batch
-while the child speaks; the speculative end finishes it, so the final
+VAD's turn start (push to talk: at listen start) and fed the utterance
+(pre-roll included) batch by batch while the child speaks; the speculative end finishes it, so the final
 text is ready the recognizer's last pass after the end, not a whole
 decode after it. Its partial text is the words rule's first guess at the
 speculative end (the final text, when it comes, decides). A joined
@@ -137,6 +137,10 @@ class Listener:
         self.active = True
         self._manual = bytearray()
         self._manual_speech = False
+        if self.mode == "manual" and self.asr.streaming:
+            # Push to talk: the press is the utterance, streamed from its first frame.
+            self._drop_stream()
+            self._new_stream()
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
@@ -149,11 +153,16 @@ class Listener:
             if self._tentative is not None:
                 self._commit(self._tentative)   # the device says the child has finished
             if self.mode == "manual":
-                self._drop_stream()   # one opened before the device switched to push to talk
+                stream, self._stream = self._stream, None
                 if self.detector is not None:
                     self.detector.reset()
-                if self._manual_speech:
+                if self._manual_speech and stream is not None:
+                    await stream.push(bytes(self._manual[self._pushed:]))
+                    self._finish_audio(bytes(self._manual), stream=stream)
+                elif self._manual_speech:
                     self._finish_audio(bytes(self._manual))
+                else:
+                    self._discard(stream)   # nothing was said
                 self._manual = bytearray()
                 self._manual_speech = False
 
@@ -249,8 +258,8 @@ class Listener:
                 stream = await self._end_stream(ev.audio)
                 self._speculate(self._prefix + ev.audio, ev.at_ms, stream)
                 self._prefix = b""
-        if self._stream is not None and not manual:
-            await self._feed_stream(detector)
+        if self._stream is not None:
+            await self._feed_stream(detector, manual)
         # A start after the speculative end has withdrawn it already; a start
         # before it in this batch is the same words' beginning.
         t = self._tentative
@@ -272,14 +281,20 @@ class Listener:
         if not self.asr.streaming:
             return
         self._drop_stream()   # one left open when listening stopped mid-utterance
-        self._stream = stream = self.asr.open()
-        self._streams.add(stream)
-        self._pushed = 0
+        stream = self._new_stream()
         if self._prefix:
             await stream.push(self._prefix)
 
-    async def _feed_stream(self, detector):
-        fresh = detector.utterance_since(self._pushed)
+    def _new_stream(self):
+        self._stream = stream = self.asr.open()
+        self._streams.add(stream)
+        self._pushed = 0
+        return stream
+
+    async def _feed_stream(self, detector, manual):
+        """What was heard since the last batch: the VAD's utterance in auto
+        mode, everything since listen start in push to talk."""
+        fresh = bytes(self._manual[self._pushed:]) if manual else detector.utterance_since(self._pushed)
         if fresh:
             self._pushed += len(fresh)
             await self._stream.push(fresh)

@@ -158,3 +158,21 @@ async def test_partial_words_choose_the_commit_before_the_final_text(vad, funasr
     utt, = heard.utterances
     assert utt.text == "你好吗？你好吗？" and utt.commit.result() is True
     await lis.close()
+
+
+async def test_push_to_talk_streams_the_press_and_finishes_at_listen_stop(vad, funasr, speech):
+    funasr.say("你好我的朋友", "你好，我的朋友，你最喜欢什么动物？")
+    heard = Heard()
+    lis = listener(vad, funasr, heard)
+    lis.start("manual")
+    await say(lis, speech[0] + speech[1])   # a pause inside: push to talk does not end on it
+    await eventually(lambda: funasr.connections and len(funasr.connections[0].audio) >= 4 * 32000, WAIT)
+    conn = funasr.connections[0]
+    assert not conn.ended and heard.utterances == []
+    await lis.stop()                        # the button is released
+    await asyncio.wait_for(heard.got.wait(), WAIT)
+    utt, = heard.utterances
+    assert utt.text == "你好，我的朋友，你最喜欢什么动物？" and utt.commit is None
+    assert conn.ended and len(conn.audio) == utt.audio_ms * 32 and len(funasr.connections) == 1
+    await closed(conn)
+    await lis.close()
