@@ -56,7 +56,7 @@ def sizes(args):
         "compare": {"url": args.url, "sessions": args.sessions or ((10,) if q else COMPARE_SESSIONS),
                     "seconds": args.seconds or (4.0 if q else 30.0), "pid": args.pid, "token": args.token},
         "workers": {"sessions": args.sessions or ((10,) if q else (100,)),
-                    "seconds": args.seconds or (4.0 if q else 30.0)},
+                    "seconds": args.seconds or (4.0 if q else 30.0), "asr": args.asr},
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
         "control": {"requests": 300 if q else 2000},
@@ -138,7 +138,7 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=0.0, help="length of the concurrency run")
     ap.add_argument("--turns", type=int, default=0, help="turns for the overhead figure (default 60)")
     ap.add_argument("--asr", choices=("scripted", "funasr"), default="scripted",
-                    help="concurrency: ASR answering 0.1 s after the turn (scripted), or a FunASR runtime "
+                    help="concurrency, workers: ASR answering 0.1 s after the turn (scripted), or a FunASR runtime "
                     "fake in its own process, streamed to, final 80 ms after the end of speech (funasr)")
     args = ap.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS + ON_REQUEST]
