@@ -3,7 +3,8 @@ speech, and testkit's FunASR server speaking the runtime's WebSocket
 protocol. The utterance is streamed from the VAD's turn start while the
 child speaks; the final text is taken at the end of the turn; a stream no
 longer wanted (the child went on, a wake word, the session's end) has its
-connection closed."""
+connection closed. A batch engine that crashes gives a failed utterance
+(the session's could-not-hear line), not silence."""
 import asyncio
 
 import opuslib
@@ -175,4 +176,22 @@ async def test_push_to_talk_streams_the_press_and_finishes_at_listen_stop(vad, f
     assert utt.text == "你好，我的朋友，你最喜欢什么动物？" and utt.commit is None
     assert conn.ended and len(conn.audio) == utt.audio_ms * 32 and len(funasr.connections) == 1
     await closed(conn)
+    await lis.close()
+
+
+class CrashingEngine:
+    """An in-process recognizer whose engine fails (a batch provider, like Whisper)."""
+
+    async def transcribe(self, pcm, language=None):
+        raise RuntimeError("engine crashed")
+
+
+async def test_a_crashing_batch_engine_gives_a_failed_utterance_not_silence(vad, speech):
+    heard = Heard()
+    lis = Listener(vad, Transcriber(CrashingEngine()), heard.on_start, heard.on_utterance)
+    lis.start("auto")
+    await say(lis, speech[0] + audio.silence(1200))
+    await asyncio.wait_for(heard.got.wait(), WAIT)
+    utt, = heard.utterances
+    assert utt.failed == "crashed" and utt.text == "" and utt.commit.result() is True
     await lis.close()
