@@ -1,9 +1,11 @@
 """python -m bench [--quick] [--sessions N,N,...] [section ...]
 
-Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge, voice (default: all),
+Sections: latency, local, cloud, turns, concurrency, cmodule, control, edge, voice, remote_asr
+(default: all),
 and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--pid PID]
 [--token T]` drives any xiaozhi server with the concurrency section's load;
 workers: `workers [--sessions 100]` that load against 1 and 2 worker processes;
+`concurrency --asr funasr`: the concurrency load with a remote streaming ASR;
 fleet: three nodes on network namespaces (root): failover, schedules once, nodes.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
@@ -18,7 +20,8 @@ import traceback
 
 from . import report
 
-SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice")
+SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice",
+            "remote_asr")
 # never part of "all": compare needs a URL, workers doubles a long run, fleet needs root
 ON_REQUEST = ("compare", "workers", "fleet")
 TITLES = {
@@ -30,6 +33,7 @@ TITLES = {
     "edge": "8. slow and flooding clients at the edge",
     "control": "7. control plane: a burst of API calls to one device",
     "voice": "9. offline voices: Chinese read back by Whisper, ASR per utterance length",
+    "remote_asr": "10. one child: a remote streaming ASR against Whisper in-process",
     "compare": "another xiaozhi server under the concurrency load",
     "workers": "the concurrency load against 1 and 2 worker processes",
     "fleet": "three nodes on their own hosts: failover, schedules once, load per node",
@@ -48,16 +52,17 @@ def sizes(args):
         "cloud": {"devices": 2 if q else 4, "turns_per_device": 1 if q else 6},
         "turns": {"count": 8 if q else 24},
         "concurrency": {"sessions": args.sessions or ((10,) if q else DEFAULT_SESSIONS),
-                        "seconds": args.seconds or (4.0 if q else 30.0)},
+                        "seconds": args.seconds or (4.0 if q else 30.0), "asr": args.asr},
         "compare": {"url": args.url, "sessions": args.sessions or ((10,) if q else COMPARE_SESSIONS),
                     "seconds": args.seconds or (4.0 if q else 30.0), "pid": args.pid, "token": args.token},
         "workers": {"sessions": args.sessions or ((10,) if q else (100,)),
-                    "seconds": args.seconds or (4.0 if q else 30.0)},
+                    "seconds": args.seconds or (4.0 if q else 30.0), "asr": args.asr},
         "edge": {"slow_http": 500 if q else 5000, "slow_ws": 100 if q else 1000,
                  "probes": 8 if q else 20, "turns": 2 if q else 5},
         "control": {"requests": 300 if q else 2000},
         "fleet": {"rounds": 1 if q else 3, "schedules": 240 if q else 1000, "seconds": 5.0 if q else 15.0},
         "voice": {"lengths": not q},
+        "remote_asr": {"turns": 1 if q else 3},
     }
 
 
@@ -106,6 +111,9 @@ def run_section(name, size):
     if name == "voice":
         from .voice import run_voice
         return asyncio.run(run_voice(**size))
+    if name == "remote_asr":
+        from .remote_asr import run_remote_asr
+        return asyncio.run(run_remote_asr(**size))
     raise ValueError(name)
 
 
@@ -129,6 +137,9 @@ def main(argv=None):
     ap.add_argument("--token", help="compare: sent as Authorization: Bearer TOKEN")
     ap.add_argument("--seconds", type=float, default=0.0, help="length of the concurrency run")
     ap.add_argument("--turns", type=int, default=0, help="turns for the overhead figure (default 60)")
+    ap.add_argument("--asr", choices=("scripted", "funasr"), default="scripted",
+                    help="concurrency, workers: ASR answering 0.1 s after the turn (scripted), or a FunASR runtime "
+                    "fake in its own process, streamed to, final 80 ms after the end of speech (funasr)")
     args = ap.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS + ON_REQUEST]
     if unknown:

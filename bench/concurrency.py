@@ -11,7 +11,11 @@ must show it on a real floor.
 
 `run_concurrency` runs this server in this process with the issue's
 providers: its real listener (Opus decode, silero VAD end of turn), ASR
-answering 0.1 s after the turn, the scripted model (its own process) at
+answering 0.1 s after the turn (or, with `asr="funasr"`, a remote
+streaming ASR: testkit's FunASR runtime server in a process of its own,
+every utterance streamed to it over a WebSocket of its own from the
+turn's start, its final text 80 ms after the end of speech), the
+scripted model (its own process) at
 once, and a fixed 1.8 s TTS tone, so the CPU goes to the server's own
 work. Lateness is the Pacer's own record of every downstream frame (how
 long after its scheduled time it left) beside the devices' view of it.
@@ -24,6 +28,7 @@ RSS per session is the server's peak RSS during the run minus its RSS
 before the first device connected (the models already loaded), over N.
 """
 import asyncio
+import contextlib
 import functools
 import gc
 import multiprocessing
@@ -35,6 +40,7 @@ import numpy as np
 
 from .device import opus_frames
 from .fakes import ScriptedAsr, ToneTts
+from .funasr_process import FunAsrProcess
 from .llm_process import LlmProcess
 from .load_clients import FRAME_S, GRACE_S, run_clients
 from .report import Figure, ms, percentile
@@ -46,6 +52,7 @@ QUESTION = "Can you tell me a short story about a cat?"
 ANSWER = "😊 Sure, here is a story."
 REPLY_MS = 1800
 ASR_DELAY_S = 0.1
+FUNASR_FINAL_DELAY_S = 0.08
 LAG_TICK_S = 0.01
 RSS_TICK_S = 0.5
 RAMP_PER_SESSION_S = 0.025
@@ -219,9 +226,14 @@ def _config(llm_url):
     return cfg
 
 
-async def _run_ours(n, seconds, llm_url):
-    async with BenchServer(_config(llm_url), record_frames=True,
-                           asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS)) as srv:
+async def _run_ours(n, seconds, llm_url, remote_asr=None):
+    cfg = _config(llm_url)
+    if remote_asr is not None:
+        cfg["asr"] = remote_asr.config()
+        asr = None      # built from the config, as a deployment's is
+    else:
+        asr = ScriptedAsr(QUESTION, delay=ASR_DELAY_S)
+    async with BenchServer(cfg, record_frames=True, asr=asr, tts=ToneTts(ms=REPLY_MS)) as srv:
         batcher = getattr(srv.services.vad, "batcher", None)
         calls0, windows0, heard0 = (batcher.calls, batcher.windows, batcher.heard) if batcher else (0, 0, 0)
         load_packets()            # Piper speaks the question before the threads' clocks start
@@ -273,11 +285,17 @@ async def _run_ours(n, seconds, llm_url):
     return figures
 
 
-async def run_concurrency(sessions=(1, 10, 50, 100, 200), seconds=30.0):
+async def run_concurrency(sessions=(1, 10, 50, 100, 200), seconds=30.0, asr="scripted"):
     figures = []
-    with LlmProcess(ANSWER) as llm:
+    with contextlib.ExitStack() as stack:
+        llm = stack.enter_context(LlmProcess(ANSWER))
+        remote = None
+        if asr == "funasr":
+            remote = stack.enter_context(FunAsrProcess(QUESTION, final_delay_s=FUNASR_FINAL_DELAY_S))
+            figures.append(Figure("ASR", None, "", note="FunASR runtime fake, 2pass, streamed, final +%d ms"
+                                  % (1000 * FUNASR_FINAL_DELAY_S)))
         for n in sessions:
-            figures += await _run_ours(n, seconds, llm.base_url)
+            figures += await _run_ours(n, seconds, llm.base_url, remote)
     return figures
 
 

@@ -63,6 +63,18 @@ async def _let_opener_finish(dev, wait_s=OPENER_WAIT_S):
     await dev.listen_start("auto")
 
 
+async def take_turns(url, device_id, utt, turns, settle_s=0.3):
+    """A device connects, says `utt` `turns` times in real time and hangs up:
+    (a TurnTimes per turn, the stt texts it was sent)."""
+    dev = await open_device(url, device_id)
+    try:
+        times = [await take_turn(dev, utt) for _ in range(turns)]
+        await asyncio.sleep(settle_s)    # the last turn's stt, if it is late
+        return times, [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
+    finally:
+        await dev.close()
+
+
 async def take_turn(dev, utt, realtime=True, reply_timeout=MAX_TAIL_S):
     since = time.monotonic()
     origin = since

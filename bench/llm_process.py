@@ -38,40 +38,57 @@ def _serve(conn, text, first_token_delay):
     llm.stop()
 
 
-class LlmProcess:
-    def __init__(self, text, first_token_delay=0.0):
-        self.text = text
-        self.first_token_delay = first_token_delay
+class ServerProcess:
+    """A fake server in a child process: `target(conn, *args)` sends its
+    port on `conn`, waits for any message (or the parent going away), sends
+    back a count of what it served and stops."""
+
+    target = None
+    name = "bench-fake"
+
+    def __init__(self, *args):
+        self.args = args
         self.port = None
-        self.requests = None
+        self.served = None    # after exit: the count the server sent back
         self._proc = None
         self._conn = None
 
     def __enter__(self):
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, self.text, self.first_token_delay),
-                                 name="bench-fake-llm", daemon=True)
+        self._proc = ctx.Process(target=type(self).target, args=(child,) + self.args, name=self.name, daemon=True)
         self._proc.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._conn.poll(0.1):
             if not self._proc.is_alive() or time.monotonic() > deadline:
                 self._proc.kill()
-                raise RuntimeError("the fake LLM process did not start (exit code %s)" % self._proc.exitcode)
+                raise RuntimeError("%s did not start (exit code %s)" % (self.name, self._proc.exitcode))
         self.port = self._conn.recv()
         return self
 
     def __exit__(self, *exc):
         try:
             self._conn.send("stop")
-            if self._conn.poll(5):
-                self.requests = self._conn.recv()
+            if self._conn.poll(10):
+                self.served = self._conn.recv()
         except (BrokenPipeError, EOFError, OSError):
             pass
         self._proc.join(5)
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join()
+
+
+class LlmProcess(ServerProcess):
+    target = _serve
+    name = "bench-fake-llm"
+
+    def __init__(self, text, first_token_delay=0.0):
+        super().__init__(text, first_token_delay)
+
+    @property
+    def requests(self):
+        return self.served
 
     @property
     def base_url(self):

@@ -6,11 +6,9 @@ speaks, and the pipeline resamples, encodes and sends. The question is
 Piper's own voice, synthesized once; the device speaks it in real time.
 The models load and run once before the first measured turn.
 """
-import asyncio
-
 from xiaozhi_server.providers import create
 
-from .device import Utterance, open_device, take_turn
+from .device import Utterance, take_turns
 from .fakes import TimedTts
 from .latency import SETTLE_S
 from .llm_process import LlmProcess
@@ -59,13 +57,7 @@ async def run_local(turns=3):
             async for _chunk in tts.stream("Hello."):                  # loads the Piper voice
                 pass
             tts.calls.clear()
-            dev = await open_device(srv.url, "bench:local")
-            try:
-                times = [await take_turn(dev, utt) for _ in range(turns)]
-                await asyncio.sleep(SETTLE_S)
-                heard = [m["text"] for _t, m in dev.json if m.get("type") == "stt"]
-            finally:
-                await dev.close()
+            times, heard = await take_turns(srv.url, "bench:local", utt, turns, SETTLE_S)
             marks = srv.services.turn_marks()
     rows = [r for r in (_stages(m, tts.calls, t) for m, t in zip(marks, times)) if r]
     note = "%d turns of a %.1f s question" % (len(rows), seconds(pcm))

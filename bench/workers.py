@@ -4,23 +4,26 @@ Both runs are the same shape, a primary with a pool of k workers
 (shard/pool.py), so only k changes. Each worker has the issue's providers,
 as the concurrency section has them in-process: its real listener (Opus
 decode, silero VAD, end of turn), ASR answering 0.1 s after the turn
-(scripted), the scripted model in its own process and a 1.8 s tone for
-TTS. The load is the concurrency section's (bench/load_clients.py, its own
+(scripted; with `--asr funasr` the concurrency section's remote
+streaming ASR, one FunASR fake process for all workers), the scripted
+model in its own process and a 1.8 s tone for TTS. The load is the concurrency section's (bench/load_clients.py, its own
 process) and so are the devices' figures; beside them, each worker's CPU
 and peak RSS.
 
-    make bench ARGS="workers [--sessions 50,100] [--seconds 30]"
+    make bench ARGS="workers [--sessions 50,100] [--seconds 30] [--asr funasr]"
     python -m bench.workers [N ...]      (default 100)
 """
 import asyncio
+import contextlib
 import os
 import time
 
 from xiaozhi_server.services import Services
 from xiaozhi_server.shard.pool import WorkerPool
 
-from .concurrency import ANSWER, ASR_DELAY_S, QUESTION, REPLY_MS, _device_figures, drive
+from .concurrency import ANSWER, ASR_DELAY_S, FUNASR_FINAL_DELAY_S, QUESTION, REPLY_MS, _device_figures, drive
 from .fakes import ScriptedAsr, ToneTts
+from .funasr_process import FunAsrProcess
 from .llm_process import LlmProcess
 from .report import Figure
 from .rig import bench_config
@@ -31,6 +34,11 @@ SECONDS = 30.0
 def services(config):
     """What each worker builds (the pool's services_factory)."""
     return Services(config, asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS))
+
+
+def remote_asr_services(config):
+    """Each worker with the remote streaming ASR its config's `asr` names."""
+    return Services(config, tts=ToneTts(ms=REPLY_MS))
 
 
 def _proc_figures(pid):
@@ -60,9 +68,13 @@ async def _peak_sessions(pool, held):
         await asyncio.sleep(0.5)
 
 
-async def _one(k, sessions, llm_url, seconds=SECONDS):
+async def _one(k, sessions, llm_url, seconds=SECONDS, remote_asr=None):
     cfg = bench_config(llm_url)
-    pool = WorkerPool(cfg, k, with_mcp=False, services_factory="bench.workers:services")
+    factory = "bench.workers:services"
+    if remote_asr is not None:
+        cfg["asr"] = remote_asr.config()
+        factory = "bench.workers:remote_asr_services"
+    pool = WorkerPool(cfg, k, with_mcp=False, services_factory=factory)
     await pool.start()
     try:
         pids = list(pool.pids().values())
@@ -93,12 +105,16 @@ async def _one(k, sessions, llm_url, seconds=SECONDS):
         Figure("  CPU, whole machine", 100.0 * r["machine"], "%", note="other work on the machine included")]
 
 
-async def run_workers(sessions=(100,), seconds=SECONDS):
+async def run_workers(sessions=(100,), seconds=SECONDS, asr="scripted"):
     figures = []
-    with LlmProcess(ANSWER) as llm:
+    with contextlib.ExitStack() as stack:
+        llm = stack.enter_context(LlmProcess(ANSWER))
+        remote = None
+        if asr == "funasr":
+            remote = stack.enter_context(FunAsrProcess(QUESTION, final_delay_s=FUNASR_FINAL_DELAY_S))
         for n in sessions:
             for k in (1, 2):
-                figures += await _one(k, n, llm.base_url, seconds)
+                figures += await _one(k, n, llm.base_url, seconds, remote)
     return figures
 
 

@@ -24,6 +24,10 @@ of the streaming text goes out, then the corrected text as `2pass-offline`
 (`offline` in offline mode) with `is_final` true and a `timestamp`.
 `offline_is_final=False` answers as the C++ offline server does.
 
+`hold_finals()` keeps every final result (the offline pass) back until
+`release_finals()`, so a test can act while the child's words are known
+only in part, without a race against the clock.
+
 Faults (one per connection): "reject_401" (handshake refused), "never_answer" (audio taken, no result),
 "cut" (the connection dropped after the first audio), "garbage" (a text
 frame that is not JSON), "no_text" (a JSON result whose text is a number).
@@ -31,6 +35,8 @@ frame that is not JSON), "no_text" (a JSON result whose text is a number).
 import asyncio
 import json
 import threading
+
+from websockets.exceptions import ConnectionClosed
 
 __all__ = ["FakeFunAsr", "Connection"]
 
@@ -73,6 +79,8 @@ class FakeFunAsr:
         self._server = None
         self._thread = None
         self._stop = None
+        self._held = False
+        self._release = None
 
     # --- scripting ---------------------------------------------------
     def say(self, online, final=None, offline_is_final=True, flags="cpp", late_segment=""):
@@ -83,6 +91,15 @@ class FakeFunAsr:
         self._script.append(Turn(online, final, offline_is_final=offline_is_final, flags=flags,
                                  late_segment=late_segment))
         return self
+
+    def hold_finals(self):
+        """From now on, final results wait for release_finals()."""
+        self._held = True
+        return self
+
+    def release_finals(self):
+        self._held = False
+        self._loop.call_soon_threadsafe(self._release.set)
 
     def fault(self, name):
         self._script.append(Turn(fault=name))
@@ -109,6 +126,8 @@ class FakeFunAsr:
             self.connections.append(conn)
         try:
             await self._converse(ws, turn, conn)
+        except ConnectionClosed:
+            pass   # the client went away (a dropped utterance): nothing more to say
         finally:
             conn.closed.set()
 
@@ -153,6 +172,14 @@ class FakeFunAsr:
                 await ws.send(self._result(conn, "online", piece, False))
         if self.final_delay_s:
             await asyncio.sleep(self.final_delay_s)
+        if self._held:
+            released = asyncio.ensure_future(self._release.wait())
+            gone = asyncio.ensure_future(ws.wait_closed())
+            await asyncio.wait({released, gone}, return_when=asyncio.FIRST_COMPLETED)
+            released.cancel()
+            gone.cancel()
+            if not released.done() or released.cancelled():
+                return   # the client closed the connection while the final was held
         if turn.late_segment:
             await ws.send(self._result(conn, "offline", turn.late_segment, False))
         if mode != "online":
@@ -178,11 +205,15 @@ class FakeFunAsr:
 
         async def main():
             self._stop = asyncio.Event()
+            self._release = asyncio.Event()
+            # A deep accept queue: at 200 sessions many turns start at once, and a
+            # dropped SYN costs the client a second of retransmission.
             async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None, ssl=self.ssl) as server:
+                             compression=None, ssl=self.ssl, backlog=1024) as server:
                 self._server = server
                 ready.set()
                 await self._stop.wait()
+                self._release.set()
                 # Drop every connection at once: a polite close would wait for
                 # clients whose event loop may be blocked in this stop().
                 for ws in list(server.all_connections):

@@ -1,15 +1,25 @@
 """The pipeline's ASR stage: the one place that calls the ASR provider.
 
-The listener hands it each utterance it ends (speculatively or for good)
-and gets the words back, or None when the provider failed (logged here;
-listening goes on). A streaming provider plugs in here: it can be fed
-the utterance's audio as the listener hears it and asked for the words
-at the end, without the listener or the session changing.
+Two ways in, one result:
+- a streaming provider (`funasr`, a `fallback` chain over it) gets one
+  stream per utterance from `open()`: the listener pushes the audio while
+  the child speaks, reads its partial text, and `finish(stream)` takes the
+  final text at the end of the turn;
+- a batch provider (Whisper, `openai`) gets the whole utterance at the
+  end: `words(pcm)`.
+
+Either returns the stripped text, or `AsrFailed` when no text could be
+had (the service was down, slow, cut, refused us or answered garbage, or
+the engine crashed): the session speaks its "I could not hear that" line
+for it, so the child is never met with silence. One log line says why;
+AsrError messages never hold a credential.
 """
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+
+from ..providers.asr_base import AsrError, AsrStream, PartialCallback, open_stream
 
 if TYPE_CHECKING:
     from ..providers.base import AsrProvider
@@ -17,16 +27,57 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class AsrFailed:
+    """No words for an utterance: `reason` is AsrError's (connection,
+    timeout, auth, refused, closed, bad_response) or "crashed"."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self):
+        return "AsrFailed(%s)" % self.reason
+
+
 class Transcriber:
     def __init__(self, provider: AsrProvider, language: str | None = None) -> None:
         self.provider = provider
         self.language = language      # the config's asr.language; None = the provider guesses
 
-    async def words(self, pcm16k: bytes) -> str | None:
-        """The words of one utterance (16 kHz mono int16), stripped; None if ASR failed."""
+    @property
+    def streaming(self) -> bool:
+        """The provider hears audio as it is pushed (else it is given the utterance whole)."""
+        return hasattr(self.provider, "open_stream")
+
+    def open(self, on_partial: PartialCallback | None = None) -> AsrStream:
+        """A stream for one utterance (push while the child speaks, then finish)."""
+        return open_stream(self.provider, self.language, on_partial)
+
+    async def finish(self, stream: AsrStream) -> str | AsrFailed:
+        """The end of the utterance: its final text, or AsrFailed."""
+        try:
+            return (await stream.finish()).strip()
+        except AsrError as err:
+            return self._failed(err)
+        except Exception:
+            log.exception("ASR crashed")
+            return AsrFailed("crashed")
+        finally:
+            await stream.cancel()   # a no-op once finished; closes what an error left open
+
+    async def words(self, pcm16k: bytes) -> str | AsrFailed:
+        """The words of one whole utterance (16 kHz mono int16), stripped."""
         try:
             text = await self.provider.transcribe(pcm16k, language=self.language)
+        except AsrError as err:
+            return self._failed(err)
         except Exception:
-            log.exception("ASR failed")
-            return None
+            log.exception("ASR crashed")
+            return AsrFailed("crashed")
         return text.strip()
+
+    @staticmethod
+    def _failed(err: AsrError) -> AsrFailed:
+        log.warning("ASR failed: %s", err)   # the session says its could-not-hear line
+        return AsrFailed(err.reason)

@@ -12,7 +12,7 @@ lists its stages and builds them.
 A stage in WORDS or SENTENCES is an async callable `(text) -> text | None`:
 it may rewrite the text, or drop it (None or ""). A safety filter that
 checks the child's words and the model's reply is one entry in each list
-plus its code; a streaming ASR provider plugs into asr.py. The session
+plus its code; ASR providers, streaming or not, are called only from asr.py. The session
 asks this module for its parts and never builds a stage itself.
 """
 from __future__ import annotations

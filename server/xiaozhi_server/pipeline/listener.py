@@ -14,6 +14,19 @@ reply can be prepared; once the silence has lasted as long as the words
 ask (turn_words.py) the future becomes True and the reply may be heard.
 If the child speaks first it becomes False, the prepared reply is dropped
 unheard, and the new words join the old ones (docs/server.md, One turn).
+
+With a streaming ASR (transcriber.streaming) a stream is opened at the
+VAD's turn start (push to talk: at listen start) and fed the utterance
+(pre-roll included) batch by batch while the child speaks; the speculative end finishes it, so the final
+text is ready the recognizer's last pass after the end, not a whole
+decode after it. Its partial text is the words rule's first guess at the
+speculative end (the final text, when it comes, decides). A joined
+utterance is a new stream given the earlier words' audio first; a stream
+no longer wanted (the child went on before its words came, a wake word,
+the session's end) is cancelled, which closes its connection. A batch ASR
+(Whisper) is given the whole utterance at the speculative end, as before.
+ASR that fails gives an Utterance with `failed` set: the session answers
+it with its could-not-hear line once the turn is committed.
 """
 from __future__ import annotations
 
@@ -24,12 +37,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+from .asr import AsrFailed
 from .opus import OpusDecoder
 from .turn import EndOfTurnDetector
 from .turn_words import CommitSilence
 from ..pools import run_blocking
 
 if TYPE_CHECKING:
+    from ..providers.asr_base import AsrStream
     from ..providers.base import VadProvider
     from .asr import Transcriber
 
@@ -42,11 +57,12 @@ ONSET_PATIENCE_S = 1.0           # the clock's commit waits this long for a voic
 
 
 class Utterance:
-    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit")
+    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed")
 
     def __init__(self, text: str, audio_ms: float, ended_at: float, asr_ms: float,
-                 commit: asyncio.Future | None = None) -> None:
-        self.text = text
+                 commit: asyncio.Future | None = None, failed: str | None = None) -> None:
+        self.text = text           # "" when ASR failed
+        self.failed = failed       # None, or why ASR gave no words (AsrFailed.reason)
         self.audio_ms = audio_ms
         self.ended_at = ended_at   # time.monotonic() when the end of speech was decided
         self.asr_ms = asr_ms
@@ -63,17 +79,20 @@ async def committed(utterance: Utterance | None) -> bool:
 class _Tentative:
     """An utterance whose end is decided but not yet committed."""
 
-    __slots__ = ("audio", "commit", "at_ms", "heard_ms", "timer", "wait_ms", "since", "asr")
+    __slots__ = ("audio", "commit", "at_ms", "heard_ms", "timer", "wait_ms", "since", "asr", "stream",
+                 "final")
 
-    def __init__(self, audio, commit, at_ms, wait_ms, since):
+    def __init__(self, audio, commit, at_ms, wait_ms, since, stream=None):
         self.audio = audio
         self.commit = commit
         self.at_ms = at_ms      # stream position of the speculative end
         self.heard_ms = 0       # ms of audio heard since the end (all quiet so far)
         self.timer = None
-        self.wait_ms = wait_ms  # more silence needed before the commit; None until ASR has the words
+        self.wait_ms = wait_ms  # more silence needed before the commit; None until there are words
         self.since = since      # loop time of the speculative end
         self.asr = None         # the task transcribing it
+        self.stream = stream    # its ASR stream (streaming ASR), finishing
+        self.final = False      # ASR has given its final words (or failed)
 
 
 class Listener:
@@ -92,6 +111,10 @@ class Listener:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._asr_tasks: set[asyncio.Task] = set()
+        self._stream: AsrStream | None = None   # streaming ASR: the utterance being heard
+        self._pushed = 0                # bytes of the detector's utterance pushed into it
+        self._streams: set[AsrStream] = set()   # every stream not yet finished or cancelled
+        self._closing: set[asyncio.Task] = set()   # streams being cancelled
         self._manual = bytearray()     # push to talk: everything since listen start
         self._manual_speech = False
         self._tentative: _Tentative | None = None
@@ -114,6 +137,10 @@ class Listener:
         self.active = True
         self._manual = bytearray()
         self._manual_speech = False
+        if self.mode == "manual" and self.asr.streaming:
+            # Push to talk: the press is the utterance, streamed from its first frame.
+            self._drop_stream()
+            self._new_stream()
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
@@ -126,10 +153,16 @@ class Listener:
             if self._tentative is not None:
                 self._commit(self._tentative)   # the device says the child has finished
             if self.mode == "manual":
+                stream, self._stream = self._stream, None
                 if self.detector is not None:
                     self.detector.reset()
-                if self._manual_speech:
+                if self._manual_speech and stream is not None:
+                    await stream.push(bytes(self._manual[self._pushed:]))
+                    self._finish_audio(bytes(self._manual), stream=stream)
+                elif self._manual_speech:
                     self._finish_audio(bytes(self._manual))
+                else:
+                    self._discard(stream)   # nothing was said
                 self._manual = bytearray()
                 self._manual_speech = False
 
@@ -152,6 +185,7 @@ class Listener:
         # its reply is dropped unheard and nothing of it joins the next words.
         self._withdraw()
         self._prefix = b""
+        self._drop_stream()
 
     def push(self, packet: bytes | memoryview) -> None:
         """One upstream Opus packet (bytes or memoryview)."""
@@ -217,10 +251,15 @@ class Listener:
             if ev.kind == "start":
                 self._manual_speech = True
                 self._resume()
+                if not manual:
+                    await self._open_stream()
                 await self._on_start()
             elif ev.kind == "end" and not manual:
-                self._speculate(self._prefix + ev.audio, ev.at_ms)
+                stream = await self._end_stream(ev.audio)
+                self._speculate(self._prefix + ev.audio, ev.at_ms, stream)
                 self._prefix = b""
+        if self._stream is not None:
+            await self._feed_stream(detector, manual)
         # A start after the speculative end has withdrawn it already; a start
         # before it in this batch is the same words' beginning.
         t = self._tentative
@@ -234,17 +273,75 @@ class Listener:
                 self.detector is not None and self.detector.onset):
             self._commit(t)
 
-    def _speculate(self, audio, at_ms):
-        # No commit before ASR has the words: no reply can be heard before
-        # them anyway, and they choose how long the silence must last.
+    # ---- the streaming ASR of the utterance being heard ----
+
+    async def _open_stream(self):
+        """The VAD's turn start: a stream for the utterance (the words of the
+        one it joins first)."""
+        if not self.asr.streaming:
+            return
+        self._drop_stream()   # one left open when listening stopped mid-utterance
+        stream = self._new_stream()
+        if self._prefix:
+            await stream.push(self._prefix)
+
+    def _new_stream(self):
+        self._stream = stream = self.asr.open()
+        self._streams.add(stream)
+        self._pushed = 0
+        return stream
+
+    async def _feed_stream(self, detector, manual):
+        """What was heard since the last batch: the VAD's utterance in auto
+        mode, everything since listen start in push to talk."""
+        fresh = bytes(self._manual[self._pushed:]) if manual else detector.utterance_since(self._pushed)
+        if fresh:
+            self._pushed += len(fresh)
+            await self._stream.push(fresh)
+
+    async def _end_stream(self, audio):
+        """The VAD's end: the rest of `audio` (the detector's whole utterance)
+        goes in, and the stream is handed to the speculative end to finish."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.push(audio[self._pushed:])
+        return stream
+
+    def _drop_stream(self):
+        stream, self._stream = self._stream, None
+        self._discard(stream)
+
+    def _discard(self, stream):
+        """Cancel a stream no longer wanted (its connection closes)."""
+        if stream is None or stream not in self._streams:
+            return
+        self._streams.discard(stream)
+        task = asyncio.create_task(stream.cancel())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    @property
+    def partial(self) -> str:
+        """The words a streaming ASR has heard of the utterance so far ("" if none)."""
+        return self._stream.partial if self._stream is not None else ""
+
+    def _speculate(self, audio, at_ms, stream=None):
+        # No commit before there are words: no reply can be heard before
+        # them anyway, and they choose how long the silence must last. A
+        # streaming ASR's partial words give a first guess at once.
         loop = asyncio.get_running_loop()
-        t = self._tentative = _Tentative(audio, loop.create_future(), at_ms, None, loop.time())
-        t.asr = self._finish_audio(audio, t.commit)
+        t = self._tentative = _Tentative(audio, loop.create_future(), at_ms, None, loop.time(), stream)
+        t.asr = self._finish_audio(audio, t.commit, stream)
+        if stream is not None and stream.partial:
+            self._words_heard(t, stream.partial)
 
     def _words_heard(self, t, text):
-        """ASR has the tentative words (or failed: ""): the silence they need."""
+        """Words of the tentative utterance (partial, final, or "" when ASR
+        failed): the silence they need. Later words replace earlier ones."""
         if t.commit.done() or self._tentative is not t:
             return
+        if t.timer is not None:
+            t.timer.cancel()
         t.wait_ms = self.commit.for_text(text) - self.silence_ms
         # If the device stops sending audio, commit on the clock instead.
         t.timer = asyncio.get_running_loop().call_at(t.since + t.wait_ms / 1000.0 + 0.15,
@@ -284,10 +381,12 @@ class Listener:
             t.timer = None
         t.commit.set_result(False)
         self._tentative = None
-        if t.wait_ms is None and t.asr is not None:
+        if not t.final and t.asr is not None:
             # Its words are not needed: a decode still waiting for the model
-            # would delay every other child's (one decode at a time).
+            # would delay every other child's (one decode at a time), and a
+            # stream's connection is closed at once.
             t.asr.cancel()
+            self._discard(t.stream)
         return t
 
     def _resume(self):
@@ -299,27 +398,37 @@ class Listener:
         self.resumed += 1
         log.info("the child went on after a pause: joining the utterances")
 
-    def _finish_audio(self, audio, commit=None):
-        t = asyncio.create_task(self._transcribe(audio, time.monotonic(), commit))
+    def _finish_audio(self, audio, commit=None, stream=None):
+        t = asyncio.create_task(self._transcribe(audio, time.monotonic(), commit, stream))
         self._asr_tasks.add(t)
         t.add_done_callback(self._asr_tasks.discard)
         return t
 
-    async def _transcribe(self, audio, ended_at, commit=None):
+    async def _transcribe(self, audio, ended_at, commit=None, stream=None):
         t0 = time.monotonic()
-        text = await self.asr.words(audio)
+        if stream is not None:
+            try:
+                text = await self.asr.finish(stream)
+            finally:
+                self._streams.discard(stream)
+        else:
+            text = await self.asr.words(audio)
+        failed = isinstance(text, AsrFailed)
         t = self._tentative
         if t is not None and t.commit is commit:
-            self._words_heard(t, text or "")
-        if text is None:
-            return
+            t.final = True
+            self._words_heard(t, "" if failed else text)
         asr_ms = (time.monotonic() - t0) * 1000
-        log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
-        if commit is not None and not commit.done() and not self.commit.prepare_reply(text):
-            await asyncio.shield(commit)   # "and...": no reply until the silence says it is over
+        if not failed:
+            log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
+        if commit is not None and not commit.done() and (failed or not self.commit.prepare_reply(text)):
+            # "and...", or nothing heard: nothing to prepare before the silence says it is over
+            await asyncio.shield(commit)
         if commit is not None and commit.done() and not commit.result():
             return  # the child went on; the joined utterance comes next
-        if text:
+        if failed:
+            await self._on_utterance(Utterance("", len(audio) // 32, ended_at, asr_ms, commit, text.reason))
+        elif text:
             await self._on_utterance(Utterance(text, len(audio) // 32, ended_at, asr_ms, commit))
 
     async def _run(self):
@@ -336,6 +445,8 @@ class Listener:
     async def close(self) -> None:
         if self._tentative is not None and self._tentative.timer is not None:
             self._tentative.timer.cancel()
+        self._stream = None
+        streams, self._streams = list(self._streams), set()
         for t in [self._task, *self._asr_tasks]:
             if t is not None:
                 t.cancel()
@@ -346,3 +457,6 @@ class Listener:
                 except (asyncio.CancelledError, Exception):
                     pass
         self._task = None
+        # Every stream's connection closed (an ASR task cancelled before it
+        # ran never cancelled its stream).
+        await asyncio.gather(*(s.cancel() for s in streams), *self._closing, return_exceptions=True)

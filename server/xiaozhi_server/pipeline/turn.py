@@ -80,6 +80,11 @@ class EndOfTurnDetector:
         """Audio judged so far (ms): where the next event would be decided."""
         return self._at_ms()
 
+    def utterance_since(self, offset: int) -> bytes:
+        """The open utterance's audio (pre-roll included) from byte `offset` on;
+        b"" while no one speaks. A streaming ASR is fed from it as it grows."""
+        return bytes(self._utterance[offset:]) if self.speaking else b""
+
     def take(self, pcm):
         """Cut PCM into whole VAD windows (the rest waits for the next call):
         (float32 [k, window] scaled to [-1, 1], int16 [k * window]). Blocking numpy

@@ -166,7 +166,7 @@ class FunAsrStream(AsrStream):
     def _fail(self, reason, detail, status=None):
         if not self._result.done():
             err = AsrError(self.asr.name, reason, detail, status)
-            log.warning("%s", err)
+            log.debug("%s", err)   # the caller logs it once (pipeline/asr.py, the fallback chain)
             self._result.set_exception(err)
 
     async def _run(self):

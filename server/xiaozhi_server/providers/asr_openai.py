@@ -125,7 +125,7 @@ class OpenAiAsr:
 
     def _error(self, reason, detail, status=None):
         err = AsrError(self.name, reason, detail, status)
-        log.warning("%s", err)
+        log.debug("%s", err)   # the caller logs it once (pipeline/asr.py, the fallback chain)
         return err
 
     def _text(self, body):

@@ -513,6 +513,12 @@ class Session:
         if utt.ended_at < self._epoch_started():
             log.info("[%s] dropped %r: an abort came after it", self.device_id, utt.text)
             return
+        if utt.failed:
+            # ASR gave no words (logged where it failed): say so rather than
+            # leave the child waiting in silence.
+            self.last_activity = self.last_user_speech = time.monotonic()
+            self.start_reply(self.speaker.say, self.lines.get("asr_failed", self.language))
+            return
         await self._on_user_text(utt.text, utterance=utt)
 
     def _epoch_started(self):
