@@ -19,6 +19,7 @@ from aiohttp import web
 
 from .. import protocol as proto
 from . import checks
+from .api_family import FamilyApi
 from .errors import BadRequest, ControlError, DeviceBusy, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,18 @@ def routes():
         ("POST", PREFIX + "/credentials", "provision"),
         ("POST", "/api/activations/{code}", "approve"),
         ("GET", "/api/nodes", "nodes"),
+        # what the family keeps per device (api_family.py)
+        ("GET", PREFIX + "/topics", "get_topics"),
+        ("PUT", PREFIX + "/topics", "put_topics"),
+        ("GET", PREFIX + "/flags", "list_flags"),
+        ("DELETE", PREFIX + "/flags/{flag_id}", "review_flag"),
+        ("GET", PREFIX + "/privacy", "get_privacy"),
+        ("PUT", PREFIX + "/privacy", "put_privacy"),
+        ("GET", PREFIX + "/transcripts", "list_transcripts"),
+        ("DELETE", PREFIX + "/transcripts", "delete_transcripts"),
+        ("GET", PREFIX + "/memory", "get_memory"),
+        ("PUT", PREFIX + "/memory", "put_memory"),
+        ("DELETE", PREFIX + "/memory", "delete_memory"),
         ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
     )
 
@@ -86,7 +99,7 @@ def if_match(request):
     return out
 
 
-class ControlApi:
+class ControlApi(FamilyApi):
     def __init__(self, plane, tokens=(), token_required=False):
         self.plane = plane
         self.tokens = [t for t in tokens if t]

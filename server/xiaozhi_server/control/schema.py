@@ -148,6 +148,47 @@ CREATE INDEX schedules_due ON schedules (due_at);
 ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
+# The family's settings and records of each device (store_family.py).
+_FAMILY = """
+CREATE TABLE family_topics (
+    device_id TEXT PRIMARY KEY,
+    topics TEXT NOT NULL,
+    redirect_line TEXT,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE family_flags (
+    id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    topic TEXT NOT NULL,
+    child_said TEXT NOT NULL,
+    reply_blocked TEXT,
+    redirect_line TEXT NOT NULL,
+    reviewed_at DOUBLE PRECISION
+);
+CREATE INDEX family_flags_by_device ON family_flags (device_id, at);
+CREATE TABLE family_privacy (
+    device_id TEXT PRIMARY KEY,
+    transcripts INTEGER NOT NULL,
+    retention_days INTEGER NOT NULL,
+    memory INTEGER NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE family_transcripts (
+    id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    app TEXT NOT NULL,
+    child TEXT NOT NULL,
+    reply TEXT NOT NULL
+);
+CREATE INDEX family_transcripts_by_device ON family_transcripts (device_id, at);
+CREATE TABLE family_memory (
+    device_id TEXT PRIMARY KEY,
+    profile TEXT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+)
+"""
 
 
 def _add_missed(db):
@@ -162,6 +203,7 @@ MIGRATIONS = (
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
     Migration(3, "nodes, device routes, the shared secret, schedule deliveries", _FLEET, _FLEET),
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
+    Migration(6, "blocked topics, safety flags, privacy, transcripts and memory of each device", _FAMILY, _FAMILY),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -3,7 +3,9 @@ alarm is a copy), the requests sent to devices with their acks, the last
 state report of each device; the devices given credentials and the
 activation codes waiting for a parent (store_devices.py); the delivery of
 each schedule to its device (store_deliveries.py); and what nodes share
-(store_fleet.py: the nodes, which node serves a device, the server secret).
+(store_fleet.py: the nodes, which node serves a device, the server secret);
+what a family keeps per device (`store.family`, store_family.py: blocked
+topics, safety flags, privacy, transcripts, the chat app's memory).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
@@ -40,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import schema, sql
 from .store_deliveries import DeliveryRecords
 from .store_devices import DeviceRecords
+from .store_family import FamilyRecords
 from .store_fleet import FleetRecords
 
 PENDING_ACK = "pending_ack"
@@ -95,6 +98,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-db")
         self._db = None
         self._inserts = 0
+        self.family = FamilyRecords(self)     # topics, flags, privacy, transcripts, memory
 
     @property
     def shared(self):
