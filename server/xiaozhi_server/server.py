@@ -68,6 +68,9 @@ class XiaozhiServer:
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid
+            # Sessions here read and keep the family's records in the same store
+            # (workers open their own connection to it: shard/worker.py).
+            self.services.family = self.control.store.family
 
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)

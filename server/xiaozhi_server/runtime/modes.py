@@ -69,13 +69,27 @@ class Chat(Mode):
         if says_goodbye(runtime, text):
             session.farewell(text)
         else:
-            session.start_reply(chat_reply, session, text, utterance, answers=utterance)
+            await runtime.memory.ready()    # the first turn's prompt holds what is remembered
+            app = runtime.task.app_id if runtime.task else None
+            session.start_reply(chat_reply, session, text, utterance, app, answers=utterance)
 
 
-async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None) -> None:
+async def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
+    """One turn into the transcripts (the store keeps it only if the parent turned them on)."""
+    if session.family is None or not reply:
+        return
+    try:
+        await session.family.add_turn(session.device_id, app, child, reply)
+    except Exception as e:      # the store away: the turn is not kept, the talk goes on
+        log.warning("[%s] turn not kept: %s", session.device_id, e)
+
+
+async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None,
+                     app: str | None = None) -> None:
     """The CHAT reply: the LLM's answer, spoken as it streams (dialogue ->
     speaker), its emotion shown once the words are final, and the turn's
-    latency marks kept for the benchmarks."""
+    latency marks kept for the benchmarks. app: the child's turn is kept
+    for the transcripts under this app (None: words of our own, an opener cue)."""
     epoch = session.epoch
     marks: dict = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
     gate = utterance.commit if utterance is not None else None
@@ -86,7 +100,10 @@ async def chat_reply(session: SessionPort, text: str, utterance: Utterance | Non
             await session.show_emotion(emotion)
 
     sentences = session.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
-    ok = await session.speak(sentences, gate=gate)
+    said: list[str] = []
+    ok = await session.speak(sentences, gate=gate, said=said)
+    if app is not None and said and await committed(utterance):
+        session.spawn(keep_turn(session, app, text, " ".join(said)))
     marks["first_audio"] = session.first_audio_at()
     marks["done"] = time.monotonic()
     marks["completed"] = ok
@@ -98,14 +115,15 @@ class Translation(Mode):
         if self.is_exit(runtime.cfg, text):
             await runtime.start_default(proto.SOURCE_VOICE)
             return
-        runtime.session.start_reply(self._translate, runtime.session, text)
+        app = runtime.task.app_id if runtime.task else "translation"
+        runtime.session.start_reply(self._translate, runtime.session, text, app)
 
     @staticmethod
     def is_exit(cfg: dict, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
         return says(text, cfg.get("exit_translation_phrases", ()), EXIT_TRANSLATION_MAX_CHARS)
 
-    async def _translate(self, session, text):
+    async def _translate(self, session, text, app):
         tool = session.tools.get("translate")
         policy = session.dialogue.tool_policy
         if tool is None or not session.tools.allowed(tool, policy):
@@ -117,7 +135,8 @@ class Translation(Mode):
             await session.speak(_one(_line(session, "not_translated")))
             return
         await session.show_emotion("neutral")
-        await session.speak(_one(out.text.strip()))
+        if await session.speak(_one(out.text.strip())):
+            session.spawn(keep_turn(session, app, text, out.text.strip()))
 
 
 class PlayAudio(Mode):

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from ..mcp.device_client import DeviceMcp
     from ..mcp.tools import ToolTable
     from ..pipeline.dialogue import Dialogue
+    from ..pipeline.family import FamilyPort
     from ..pipeline.listener import Utterance
     from ..text.lines import Lines
+    from .memory import Memory
+    from .registry import Task
 
 
 class SessionPort(Protocol):
@@ -36,6 +39,7 @@ class SessionPort(Protocol):
     dialogue: Dialogue          # the chat history, tool policy and system prompt
     turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
     lines: Lines                # every line it may speak (data/lines.json, the operator's file)
+    family: FamilyPort | None   # the family's store: transcripts, memory (None: no control store)
 
     # Tasks and replies.
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...
@@ -54,7 +58,8 @@ class SessionPort(Protocol):
     # Speaking.
     async def say(self, text: str) -> bool: ...
 
-    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool: ...
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None,
+                    said: list[str] | None = None) -> bool: ...
 
     async def show_emotion(self, emotion: str) -> None: ...
 
@@ -71,6 +76,8 @@ class ModeDriver(Protocol):
     session: SessionPort
     cfg: dict                   # the config's `apps` section
     session_cfg: dict           # the config's `session` section
+    task: Task | None           # the running task
+    memory: Memory              # the chat app's memory of the child
 
     @property
     def mode(self) -> str: ...
