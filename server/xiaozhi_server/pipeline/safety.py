@@ -96,7 +96,8 @@ class SafetyFilter:
         self.lines = lines
         self.active = active
         self.language = language
-        self._topics: list[str] = []
+        self._topics: list[str] = []       # the parent's list, as given
+        self._matched: list[str] = []      # the topic of each group of the pattern
         self._pattern: re.Pattern | None = None
         self._line: str | None = None
         self._read_at = -TOPICS_TTL_S
@@ -114,7 +115,8 @@ class SafetyFilter:
         self._read_at = time.monotonic()
         if t["blocked_topics"] != self._topics:
             self._topics = list(t["blocked_topics"])
-            self._pattern = topic_pattern(self._topics)
+            self._matched = [x for x in self._topics if x.strip()]
+            self._pattern = topic_pattern(self._matched)
         self._line = t["redirect_line"]
 
     async def find(self, text: str) -> str | None:
@@ -122,8 +124,8 @@ class SafetyFilter:
         await self._refresh()
         if self._pattern is not None:
             m = self._pattern.search(_norm(text))
-            if m:
-                return self._topics[m.lastindex - 1]
+            if m and m.lastindex:
+                return self._matched[m.lastindex - 1]
         return lexicon().find(text)
 
     def redirect_line(self, text: str) -> str:

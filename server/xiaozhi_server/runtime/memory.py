@@ -73,11 +73,12 @@ class Memory:
 
     async def _remember(self, args: dict) -> ToolOutcome:
         learned, err = clean_profile(args or {}, partial=True)
-        if err:
-            return ToolOutcome("error: " + err, is_error=True)
+        family = self.session.family
+        if err or family is None:
+            return ToolOutcome("error: " + (err or "no memory here"), is_error=True)
         profile = merged(self.profile, learned)
         try:
-            kept = await self.session.family.set_memory(self.session.device_id, profile)
+            kept = await family.set_memory(self.session.device_id, profile)
         except Exception as e:
             log.warning("[%s] memory not stored: %s", self.session.device_id, e)
             return ToolOutcome("error: memory is not available now", is_error=True)
