@@ -76,8 +76,9 @@ class Memory:
         family = self.session.family
         if err or family is None:
             return ToolOutcome("error: " + (err or "no memory here"), is_error=True)
-        profile = merged(self.profile, learned)
         try:
+            # merged into what is stored now: a profile a parent erased or edited meanwhile stays so
+            profile = merged((await family.memory(self.session.device_id))["profile"], learned)
             kept = await family.set_memory(self.session.device_id, profile)
         except Exception as e:
             log.warning("[%s] memory not stored: %s", self.session.device_id, e)
