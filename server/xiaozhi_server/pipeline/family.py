@@ -12,7 +12,11 @@ API and for the chat LLM's `remember` tool alike.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+import asyncio
+import logging
+from typing import Any, Awaitable, Protocol
+
+log = logging.getLogger(__name__)
 
 MAX_NAME = 40
 MAX_ITEMS = 20          # interests, learnt
@@ -35,6 +39,23 @@ class FamilyPort(Protocol):
     async def memory(self, device_id: str) -> dict: ...
 
     async def set_memory(self, device_id: str, profile: dict) -> bool: ...
+
+
+# Writes under way: held here, not by the session, so a session that closes
+# (or a reply cut off by the next one) does not cancel a flag or a turn half-way.
+_writing: set[asyncio.Task] = set()
+
+
+def write_later(what: str, device_id: str, write: Awaitable[Any]) -> None:
+    """Run a store write to its end in the background; a failure is logged (the talk goes on)."""
+    async def run():
+        try:
+            await write
+        except Exception as e:
+            log.warning("[%s] %s not stored: %s", device_id, what, e)
+    t = asyncio.ensure_future(run())
+    _writing.add(t)
+    t.add_done_callback(_writing.discard)
 
 
 def empty_profile() -> dict:

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import protocol as proto
+from ..pipeline.family import write_later
 from ..pipeline.listener import committed
 from ..text.phrases import says
 
@@ -74,14 +75,10 @@ class Chat(Mode):
             session.start_reply(chat_reply, session, text, utterance, app, answers=utterance)
 
 
-async def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
+def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
     """One turn into the transcripts (the store keeps it only if the parent turned them on)."""
-    if session.family is None or not reply:
-        return
-    try:
-        await session.family.add_turn(session.device_id, app, child, reply)
-    except Exception as e:      # the store away: the turn is not kept, the talk goes on
-        log.warning("[%s] turn not kept: %s", session.device_id, e)
+    if session.family is not None and reply:
+        write_later("turn", session.device_id, session.family.add_turn(session.device_id, app, child, reply))
 
 
 async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None,
@@ -103,7 +100,7 @@ async def chat_reply(session: SessionPort, text: str, utterance: Utterance | Non
     said: list[str] = []
     ok = await session.speak(sentences, gate=gate, said=said)
     if app is not None and said and await committed(utterance):
-        session.spawn(keep_turn(session, app, text, " ".join(said)))
+        keep_turn(session, app, text, " ".join(said))
     marks["first_audio"] = session.first_audio_at()
     marks["done"] = time.monotonic()
     marks["completed"] = ok
@@ -136,7 +133,7 @@ class Translation(Mode):
             return
         await session.show_emotion("neutral")
         if await session.speak(_one(out.text.strip())):
-            session.spawn(keep_turn(session, app, text, out.text.strip()))
+            keep_turn(session, app, text, out.text.strip())
 
 
 class PlayAudio(Mode):

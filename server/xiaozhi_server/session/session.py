@@ -30,6 +30,7 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
+from ..pipeline.family import write_later
 from ..pipeline.listener import Listener, committed
 from ..pipeline.safety import Instead
 from ..runtime.runtime import AppRuntime, TaskError
@@ -554,10 +555,8 @@ class Session:
             self.runtime.proactive.user_spoke()
         self.start_reply(self.speaker.say, instead.line)
         if self.family is not None and self.runtime is not None and self.runtime.task is not None:
-            try:
-                await self.family.add_turn(self.device_id, self.runtime.task.app_id, text, instead.line)
-            except Exception as e:
-                log.warning("[%s] turn not kept: %s", self.device_id, e)
+            write_later("turn", self.device_id,
+                        self.family.add_turn(self.device_id, self.runtime.task.app_id, text, instead.line))
 
     async def _send_stt(self, text, utterance):
         if await committed(utterance):

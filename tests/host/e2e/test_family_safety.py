@@ -21,6 +21,7 @@ REDIRECT = "Let's talk about the stars instead!"
 async def family_server(tmp_path, fake_llm, start_server):
     cfg = control_config(tmp_path / "control.db")
     cfg["llm"] = {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"}
+    cfg["tts"] = {"type": "espeak", "voice": "en-us"}       # the quickest real voice: what is spoken is the point
     server = await start_server(cfg, with_broker=True)
     spoken = []                     # every text the TTS provider is asked to speak
     tts = server.services.tts
