@@ -107,12 +107,14 @@ class SafetyFilter:
     async def _refresh(self):
         if self.family is None or time.monotonic() - self._read_at < TOPICS_TTL_S:
             return
+        # Read again only after the TTL, failed or not: a store that is away
+        # (a PostgreSQL connect waits up to 5 s) must not hold every turn.
+        self._read_at = time.monotonic()
         try:
             t = await self.family.topics(self.device_id)
-        except Exception as e:      # the store away: the last list (and the lexicon) still hold
+        except Exception as e:      # the last list (and the lexicon) still hold
             log.warning("[%s] blocked topics not read: %s", self.device_id, e)
             return
-        self._read_at = time.monotonic()
         if t["blocked_topics"] != self._topics:
             self._topics = list(t["blocked_topics"])
             self._matched = [x for x in self._topics if x.strip()]
