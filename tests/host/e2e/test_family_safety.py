@@ -1,7 +1,7 @@
 """The family's controls heard in a real session (WebSocket device, the
 scripted LLM behind the real openai client, the control store and its API):
 a blocked topic gets the parent's redirect line and a flag, a reply that
-holds a blocked word never reaches TTS, turns are kept only while
+holds a blocked word never reaches TTS, chat and translation turns are kept only while
 transcripts are on, and the memory of the child is in the next session's
 prompt until a parent erases it."""
 import datetime
@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from testkit.control_api import Api, control_config, eventually
+from testkit.fake_llm import FakeLLM
 from testkit.wire_device import WireDevice
 
 DEVICE = "aa:bb:cc:00:00:25"
@@ -18,11 +19,21 @@ REDIRECT = "Let's talk about the stars instead!"
 
 
 @pytest.fixture
-async def family_server(tmp_path, fake_llm, start_server):
+def translate_llm(monkeypatch):
+    """The translate MCP process's model (it finds it through OPENAI_*)."""
+    with FakeLLM() as llm:
+        for k, v in llm.env().items():
+            monkeypatch.setenv(k, v)
+        yield llm
+
+
+@pytest.fixture
+async def family_server(tmp_path, fake_llm, translate_llm, start_server):
     cfg = control_config(tmp_path / "control.db")
     cfg["llm"] = {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"}
     cfg["tts"] = {"type": "espeak", "voice": "en-us"}       # the quickest real voice: what is spoken is the point
-    server = await start_server(cfg, with_broker=True)
+    cfg["session"]["language"] = "en"                       # its own lines in English, for that voice
+    server = await start_server(cfg, with_broker=True, with_mcp=True)
     spoken = []                     # every text the TTS provider is asked to speak
     tts = server.services.tts
     real_stream = tts.stream
@@ -46,7 +57,7 @@ async def _turn(dev, words):
     return dev.texts(since=since)
 
 
-async def test_blocked_topic_redirect_flag_transcripts_and_memory(family_server, fake_llm):
+async def test_blocked_topic_redirect_flag_transcripts_and_memory(family_server, fake_llm, translate_llm):
     server, api, spoken = family_server
     assert (await api.call("PUT", _path("topics"), {"blocked_topics": ["ghosts", "打架"],
                                                     "redirect_line": REDIRECT}))[0] == 200
@@ -83,6 +94,12 @@ async def test_blocked_topic_redirect_flag_transcripts_and_memory(family_server,
         fake_llm.reply("😊 I will remember that you love stars.")
         await _turn(dev, "I love stars and I am six")
 
+        # a translation is kept too, under its app
+        fake_llm.reply_tool_calls(("switch_app", {"app_id": "english_translation"}))
+        await _turn(dev, "let's translate")
+        translate_llm.reply("The weather is nice today.")
+        assert "The weather is nice today." in await _turn(dev, "今天天气很好")
+
     flags = await eventually(lambda: _flags(api, 3))
     assert [f["topic"] for f in flags] == ["傻逼", "ghosts", "ghosts"]
     assert flags[2]["child_said"] == "Tell me a story about Ghosts" and flags[2]["reply_blocked"] is None
@@ -93,11 +110,13 @@ async def test_blocked_topic_redirect_flag_transcripts_and_memory(family_server,
     assert [f["id"] for f in (await api.get(_path("flags")))[1]["flags"]] == [flags[1]["id"], flags[2]["id"]]
 
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    turns = (await eventually(lambda: _turns(api, today, 4)))
+    turns = (await eventually(lambda: _turns(api, today, 5)))
     assert [(t["app"], t["child"], t["reply"]) for t in turns[:3]] == [
         ("chat", "Tell me a story about Ghosts", REDIRECT),
         ("chat", "what are stars", "Stars are far away. " + REDIRECT),
         ("chat", "你是个傻逼", REDIRECT)]
+    assert (turns[-1]["app"], turns[-1]["child"], turns[-1]["reply"]) == (
+        "english_translation", "今天天气很好", "The weather is nice today.")
     assert all(t["child"] != "hello" for t in turns), "kept only once transcripts were on"
 
     memory = (await api.get(_path("memory")))[1]
