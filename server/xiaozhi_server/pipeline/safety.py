@@ -62,6 +62,7 @@ _lexicon: Lexicon | None = None
 
 
 def lexicon() -> Lexicon:
+    """The process's lexicon (Services.start builds it before the first session)."""
     global _lexicon
     if _lexicon is None:
         _lexicon = Lexicon()
