@@ -1,7 +1,11 @@
 """What the safety filter matches and what it leaves alone: a parent's
 topics as whole words (any case, plural, spacing) or Chinese anywhere;
 the lexicon's words, but not everyday phrases its short Chinese entries
-sit inside; only while the chat app runs."""
+sit inside; only while the chat app runs. A reply is cut at the sentence
+that hits, and flagged only if the child's words were final."""
+import asyncio
+
+from xiaozhi_server.pipeline.chain import Chain
 from xiaozhi_server.pipeline.safety import Instead, SafetyFilter
 from xiaozhi_server.text.lines import Lines
 
@@ -36,3 +40,31 @@ async def test_topics_and_lexicon_matches():
     assert f.family.flags == [("打架", "他们在打架吗", None, out.line)]
     chat[0] = False          # translation, a lesson: not filtered
     assert await f.words("他们在打架吗") == "他们在打架吗"
+
+
+class Services:
+    """What a Chain reads of the process's services."""
+
+    def __init__(self, family):
+        self.config = {}
+        self.lines = Lines.load()
+        self.family = family
+
+
+async def test_a_blocked_reply_sentence_ends_the_reply_and_is_flagged_only_once_the_words_are_final():
+    for final in (True, False):
+        family = Topics(["ghosts"], "Let's sing!")
+        chain = Chain(Services(family), "d1")
+        assert await chain.heard("what are stars") == "what are stars"
+
+        async def reply():
+            for s in ("Stars are far away.", "Some say ghosts live there.", "Let's count them!"):
+                yield s
+        gate = asyncio.get_running_loop().create_future()
+        said = []
+        assert [s async for s in chain.spoken(reply(), gate, said)] == ["Stars are far away.", "Let's sing!"]
+        assert said == ["Stars are far away.", "Let's sing!"] and family.flags == []
+        gate.set_result(final)          # the child stopped there, or went on
+        await asyncio.gather(*chain._confirming)
+        assert family.flags == ([("ghosts", "what are stars", "Some say ghosts live there.", "Let's sing!")]
+                                if final else [])
