@@ -125,6 +125,10 @@ class ControlApi(FamilyApi):
                 return error_response(e)
         return run
 
+    @staticmethod
+    def _json(obj, status=200):
+        return web.json_response(obj, status=status, dumps=_dumps)
+
     # ---- reading the request ----
 
     @staticmethod

@@ -35,12 +35,9 @@ def _topics_out(t):
             "redirect_default": line is None}
 
 
-def _json(obj, status=200):
-    from .api import _dumps
-    return web.json_response(obj, status=status, dumps=_dumps)
-
-
 class FamilyApi:
+    """Mixed into api.ControlApi: its _path, _body and _json, its plane."""
+
     def _family(self, request):
         """(the device id of the path, the store's family records)."""
         return checks.device_id(self._path(request, "device_id")), self.plane.store.family
@@ -49,7 +46,7 @@ class FamilyApi:
 
     async def get_topics(self, request):
         device_id, family = self._family(request)
-        return _json(_topics_out(await family.topics(device_id)))
+        return self._json(_topics_out(await family.topics(device_id)))
 
     async def put_topics(self, request):
         device_id, family = self._family(request)
@@ -72,11 +69,11 @@ class FamilyApi:
             raise BadRequest("redirect_line must be a line of 1-%d characters, or null for the default"
                              % MAX_REDIRECT)
         await family.set_topics(device_id, kept, line.strip() if line else None)
-        return _json(_topics_out(await family.topics(device_id)))
+        return self._json(_topics_out(await family.topics(device_id)))
 
     async def list_flags(self, request):
         device_id, family = self._family(request)
-        return _json({"flags": await family.flags(device_id)})
+        return self._json({"flags": await family.flags(device_id)})
 
     async def review_flag(self, request):
         device_id, family = self._family(request)
@@ -89,7 +86,7 @@ class FamilyApi:
 
     async def get_privacy(self, request):
         device_id, family = self._family(request)
-        return _json(await family.privacy(device_id))
+        return self._json(await family.privacy(device_id))
 
     async def put_privacy(self, request):
         device_id, family = self._family(request)
@@ -103,7 +100,7 @@ class FamilyApi:
         days = body.get("retention_days", 1)
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_RETENTION_DAYS:
             raise BadRequest("retention_days must be a whole number of days from 1 to %d" % MAX_RETENTION_DAYS)
-        return _json(await family.set_privacy(device_id, body))
+        return self._json(await family.set_privacy(device_id, body))
 
     async def list_transcripts(self, request):
         device_id, family = self._family(request)
@@ -119,18 +116,18 @@ class FamilyApi:
         except ValueError:
             raise BadRequest("date must be a day as YYYY-MM-DD")
         privacy = await family.privacy(device_id)
-        return _json({"date": date, "tz": tz_name, "transcripts": privacy["transcripts"],
+        return self._json({"date": date, "tz": tz_name, "transcripts": privacy["transcripts"],
                       "turns": await family.turns(device_id, start, end)})
 
     async def delete_transcripts(self, request):
         device_id, family = self._family(request)
-        return _json({"deleted": await family.delete_turns(device_id)})
+        return self._json({"deleted": await family.delete_turns(device_id)})
 
     # ---- memory ----
 
     async def get_memory(self, request):
         device_id, family = self._family(request)
-        return _json(await family.memory(device_id))
+        return self._json(await family.memory(device_id))
 
     async def put_memory(self, request):
         device_id, family = self._family(request)
@@ -152,9 +149,9 @@ class FamilyApi:
             await family.set_privacy(device_id, {"memory": enabled})
         if profile is not None and not await family.set_memory(device_id, profile):
             raise Conflict("memory is off for device %s: turn it on first (enabled: true)" % device_id)
-        return _json(await family.memory(device_id))
+        return self._json(await family.memory(device_id))
 
     async def delete_memory(self, request):
         device_id, family = self._family(request)
         await family.erase_memory(device_id)
-        return _json(await family.memory(device_id))
+        return self._json(await family.memory(device_id))
