@@ -129,6 +129,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords):
             raise
         db.on_connect = self._on_reconnect     # FleetRecords: the node's lock again
         self._db = db
+        self.family.purge_expired()      # transcripts past their retention, kept while the server was off
 
     async def close(self):
         if self._db is not None:

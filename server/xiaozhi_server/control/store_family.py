@@ -12,23 +12,28 @@ The voice side (pipeline/family.py's FamilyPort) and the parents' API use
 the same calls. A device with no row has the defaults: no blocked topic,
 transcripts off, memory on with an empty profile. Transcripts older than
 the device's retention are deleted when its turns are written or read, when
-its privacy changes, and for every device every PURGE_EVERY writes.
+its privacy changes, for every device every PURGE_EVERY writes, and for
+every device when the store opens (purge_expired).
 Turning memory off erases the profile: off keeps nothing.
 """
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 import time
 import uuid
 from typing import Any
 
 from ..pipeline.family import empty_profile
 
+log = logging.getLogger(__name__)
+
 DEFAULT_PRIVACY = {"transcripts": False, "retention_days": 7, "memory": True}
 KEEP_FLAGS = 500            # per device, newest kept
 PURGE_EVERY = 64            # transcript writes between two purges over every device
 MAX_TURNS_READ = 2000       # one day's transcript is cut there (a day of talk is far less)
+
 
 def _new_id(prefix):
     return prefix + uuid.uuid4().hex[:16]
@@ -141,6 +146,14 @@ class FamilyRecords:
     def _purge(self, device_id, retention_days):
         self._db.execute("DELETE FROM family_transcripts WHERE device_id=? AND at < ?",
                          (device_id, time.time() - retention_days * 86400))
+
+    def purge_expired(self):
+        """On the store's thread: every device's turns past its retention (a
+        failure is logged: the next writes purge again)."""
+        try:
+            self._purge_all()
+        except Exception as e:
+            log.warning("old transcripts not purged: %s", e)
 
     def _purge_all(self):
         self._db.execute(

@@ -55,6 +55,21 @@ async def test_family_records_on_both_back_ends(family, monkeypatch):
     assert await family.privacy("d1") == {"transcripts": False, "retention_days": 7, "memory": True}
 
 
+async def test_turns_past_their_retention_are_purged_when_the_store_opens(control_db, monkeypatch):
+    store = await Store(control_db()).open()
+    await store.family.set_privacy("d2", {"transcripts": True, "retention_days": 1})
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now - 2 * 86400)
+    assert await store.family.add_turn("d2", "chat", "two days ago", "yes")
+    monkeypatch.setattr(time, "time", lambda: now)
+    count = "SELECT COUNT(*) FROM family_transcripts"
+    assert await store._run(lambda: store._db.execute(count).fetchone()[0]) == 1
+    await store.close()
+    store = await Store(control_db()).open()       # the server starts again
+    assert await store._run(lambda: store._db.execute(count).fetchone()[0]) == 0
+    await store.close()
+
+
 async def test_family_routes_and_their_errors(api):
     base = "/api/devices/bear1"
     status, body = await api.get(base + "/topics")
