@@ -70,7 +70,7 @@ class XiaozhiServer:
             self.ws.device_token_ok = self.control.devices.token_valid
             # Sessions here read and keep the family's records in the same store
             # (workers open their own connection to it: shard/worker.py).
-            self.services.family = self.control.store.family
+            self.services.care = self.control.store.care
 
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)

@@ -22,7 +22,7 @@ from .text.lines import Lines
 
 if TYPE_CHECKING:
     from .mcp.tools import Tool
-    from .pipeline.family import FamilyPort
+    from .pipeline.care import CarePort
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,9 @@ class Services:
         # The live sessions (session/ imports this module, not the other way round).
         self.sessions: set[Any] = set()
         self._server_tools: list[Tool] = []
-        # What the family keeps per device (pipeline/family.py's FamilyPort):
+        # What the family keeps per device (pipeline/care.py's CarePort):
         # the control store's, handed in by the server; None without one.
-        self.family: FamilyPort | None = None
+        self.care: CarePort | None = None
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""

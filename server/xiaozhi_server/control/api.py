@@ -19,7 +19,7 @@ from aiohttp import web
 
 from .. import protocol as proto
 from . import checks
-from .api_family import FamilyApi
+from .api_care import CareApi
 from .errors import BadRequest, ControlError, DeviceBusy, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def routes():
         ("POST", PREFIX + "/credentials", "provision"),
         ("POST", "/api/activations/{code}", "approve"),
         ("GET", "/api/nodes", "nodes"),
-        # what the family keeps per device (api_family.py)
+        # what the family keeps per device (api_care.py)
         ("GET", PREFIX + "/topics", "get_topics"),
         ("PUT", PREFIX + "/topics", "put_topics"),
         ("GET", PREFIX + "/flags", "list_flags"),
@@ -99,7 +99,7 @@ def if_match(request):
     return out
 
 
-class ControlApi(FamilyApi):
+class ControlApi(CareApi):
     def __init__(self, plane, tokens=(), token_required=False):
         self.plane = plane
         self.tokens = [t for t in tokens if t]

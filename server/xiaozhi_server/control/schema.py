@@ -148,7 +148,7 @@ CREATE INDEX schedules_due ON schedules (due_at);
 ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
-# The family's settings and records of each device (store_family.py).
+# The family's settings and records of each device (store_care.py).
 _FAMILY = """
 CREATE TABLE family_topics (
     device_id TEXT PRIMARY KEY,

@@ -4,7 +4,7 @@ state report of each device; the devices given credentials and the
 activation codes waiting for a parent (store_devices.py); the delivery of
 each schedule to its device (store_deliveries.py); and what nodes share
 (store_fleet.py: the nodes, which node serves a device, the server secret);
-what a family keeps per device (`store.family`, store_family.py: blocked
+what the companion keeps and guards per child (`store.care`, store_care.py: blocked
 topics, safety flags, privacy, transcripts, the chat app's memory).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import schema, sql
 from .store_deliveries import DeliveryRecords
 from .store_devices import DeviceRecords
-from .store_family import FamilyRecords
+from .store_care import CareRecords
 from .store_fleet import FleetRecords
 
 PENDING_ACK = "pending_ack"
@@ -98,7 +98,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-db")
         self._db = None
         self._inserts = 0
-        self.family = FamilyRecords(self)     # topics, flags, privacy, transcripts, memory
+        self.care = CareRecords(self)     # topics, flags, privacy, transcripts, memory
 
     @property
     def shared(self):
@@ -129,7 +129,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords):
             raise
         db.on_connect = self._on_reconnect     # FleetRecords: the node's lock again
         self._db = db
-        self.family.purge_expired()      # transcripts past their retention, kept while the server was off
+        self.care.purge_expired()      # transcripts past their retention, kept while the server was off
 
     async def close(self):
         if self._db is not None:

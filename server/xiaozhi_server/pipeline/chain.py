@@ -42,14 +42,14 @@ SENTENCES: list[TextStage] = []
 
 class Chain:
     """One session's chain: its stages, built from what the process shares
-    (`services`: providers, config, the family store). filtered(): whether
+    (`services`: providers, config, the care records: topics, transcripts, memory). filtered(): whether
     the running task is held to the safety filter (the chat app's)."""
 
     def __init__(self, services: Any, device_id: str = "", filtered: Callable[[], bool] = lambda: True,
                  language: str = "zh") -> None:
         self.services = services
         self.config = services.config
-        self.safety = SafetyFilter(device_id, getattr(services, "family", None), services.lines, filtered,
+        self.safety = SafetyFilter(device_id, getattr(services, "care", None), services.lines, filtered,
                                    language)
         # read at the session's start
         self.words: list[TextStage] = [self.safety.words] + list(WORDS)

@@ -27,7 +27,7 @@ from ..text.lang import has_han, language_of
 
 if TYPE_CHECKING:
     from ..text.lines import Lines
-    from .family import FamilyPort
+    from .care import CarePort
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,10 @@ class SafetyFilter:
     """One session's filter. family: the store (None: the lexicon only);
     active(): whether the current task is filtered (the chat app)."""
 
-    def __init__(self, device_id: str, family: FamilyPort | None, lines: Lines,
+    def __init__(self, device_id: str, care: CarePort | None, lines: Lines,
                  active: Callable[[], bool], language: str = "zh") -> None:
         self.device_id = device_id
-        self.family = family
+        self.care = care
         self.lines = lines
         self.active = active
         self.language = language
@@ -106,13 +106,13 @@ class SafetyFilter:
         self.hits = 0
 
     async def _refresh(self):
-        if self.family is None or time.monotonic() - self._read_at < TOPICS_TTL_S:
+        if self.care is None or time.monotonic() - self._read_at < TOPICS_TTL_S:
             return
         # Read again only after the TTL, failed or not: a store that is away
         # (a PostgreSQL connect waits up to 5 s) must not hold every turn.
         self._read_at = time.monotonic()
         try:
-            t = await self.family.topics(self.device_id)
+            t = await self.care.topics(self.device_id)
         except Exception as e:      # the last list (and the lexicon) still hold
             log.warning("[%s] blocked topics not read: %s", self.device_id, e)
             return
@@ -138,10 +138,10 @@ class SafetyFilter:
         async def confirm():
             log.info("[%s] safety filter: %r blocked (%s)", self.device_id, topic,
                      "reply" if reply_blocked else "child's words")
-            if self.family is None:
+            if self.care is None:
                 return
             try:
-                await self.family.add_flag(self.device_id, topic, child_said, reply_blocked, line)
+                await self.care.add_flag(self.device_id, topic, child_said, reply_blocked, line)
             except Exception as e:
                 log.warning("[%s] safety flag not stored: %s", self.device_id, e)
         return confirm

@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 from ..mcp.tools import Tool, ToolOutcome
-from ..pipeline.family import MAX_ITEM, MAX_NOTES, clean_profile, merged, profile_prompt
+from ..pipeline.care import MAX_ITEM, MAX_NOTES, clean_profile, merged, profile_prompt
 
 if TYPE_CHECKING:
     from .port import SessionPort
@@ -45,7 +45,7 @@ class Memory:
         self._loading: asyncio.Task | None = None
 
     def start(self) -> None:
-        if self.session.family is not None:
+        if self.session.care is not None:
             self._loading = self.session.spawn(self._load())
 
     async def ready(self) -> None:
@@ -54,9 +54,9 @@ class Memory:
             await asyncio.wait({self._loading})
 
     async def _load(self):
-        family = self.session.family
+        care = self.session.care
         try:
-            m = await family.memory(self.session.device_id)
+            m = await care.memory(self.session.device_id)
         except Exception as e:
             log.warning("[%s] memory not read: %s", self.session.device_id, e)
             return
@@ -73,13 +73,13 @@ class Memory:
 
     async def _remember(self, args: dict) -> ToolOutcome:
         learned, err = clean_profile(args or {}, partial=True)
-        family = self.session.family
-        if err or family is None:
+        care = self.session.care
+        if err or care is None:
             return ToolOutcome("error: " + (err or "no memory here"), is_error=True)
         try:
             # merged into what is stored now: a profile a parent erased or edited meanwhile stays so
-            profile = merged((await family.memory(self.session.device_id))["profile"], learned)
-            kept = await family.set_memory(self.session.device_id, profile)
+            profile = merged((await care.memory(self.session.device_id))["profile"], learned)
+            kept = await care.set_memory(self.session.device_id, profile)
         except Exception as e:
             log.warning("[%s] memory not stored: %s", self.session.device_id, e)
             return ToolOutcome("error: memory is not available now", is_error=True)

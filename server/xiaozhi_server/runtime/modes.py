@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import protocol as proto
-from ..pipeline.family import write_later
+from ..pipeline.care import write_later
 from ..pipeline.listener import committed
 from ..text.phrases import says
 
@@ -77,8 +77,8 @@ class Chat(Mode):
 
 def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
     """One turn into the transcripts (the store keeps it only if the parent turned them on)."""
-    if session.family is not None and reply:
-        write_later("turn", session.device_id, session.family.add_turn(session.device_id, app, child, reply))
+    if session.care is not None and reply:
+        write_later("turn", session.device_id, session.care.add_turn(session.device_id, app, child, reply))
 
 
 async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..mcp.device_client import DeviceMcp
     from ..mcp.tools import ToolTable
     from ..pipeline.dialogue import Dialogue
-    from ..pipeline.family import FamilyPort
+    from ..pipeline.care import CarePort
     from ..pipeline.listener import Utterance
     from ..text.lines import Lines
     from .memory import Memory
@@ -39,7 +39,7 @@ class SessionPort(Protocol):
     dialogue: Dialogue          # the chat history, tool policy and system prompt
     turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
     lines: Lines                # every line it may speak (data/lines.json, the operator's file)
-    family: FamilyPort | None   # the family's store: transcripts, memory (None: no control store)
+    care: CarePort | None   # the family's store: transcripts, memory (None: no control store)
 
     # Tasks and replies.
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...

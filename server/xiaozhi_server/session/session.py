@@ -30,7 +30,7 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
-from ..pipeline.family import write_later
+from ..pipeline.care import write_later
 from ..pipeline.listener import Listener, committed
 from ..pipeline.safety import Instead
 from ..runtime.runtime import AppRuntime, TaskError
@@ -98,8 +98,8 @@ class Session:
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
                              vision=services.config.get("vision"))
-        # the family's store (pipeline/family.py's FamilyPort; None without a control store)
-        self.family = getattr(services, "family", None)
+        # the family's store (pipeline/care.py's CarePort; None without a control store)
+        self.care = getattr(services, "care", None)
         # the voice pipeline's stages (pipeline/chain.py); the safety filter holds the chat mode
         self.chain = Chain(services, device_id, lambda: self.runtime is None or self.runtime.mode == proto.MODE_CHAT,
                            self.language)
@@ -554,9 +554,9 @@ class Session:
         if self.runtime is not None:
             self.runtime.proactive.user_spoke()
         self.start_reply(self.speaker.say, instead.line)
-        if self.family is not None and self.runtime is not None and self.runtime.task is not None:
+        if self.care is not None and self.runtime is not None and self.runtime.task is not None:
             write_later("turn", self.device_id,
-                        self.family.add_turn(self.device_id, self.runtime.task.app_id, text, instead.line))
+                        self.care.add_turn(self.device_id, self.runtime.task.app_id, text, instead.line))
 
     async def _send_stt(self, text, utterance):
         if await committed(utterance):

@@ -91,7 +91,7 @@ async def _build(settings, config, listen_fds):
         # the control store the primary migrated: this worker's own connection.
         try:
             store = await Store(wiring.db_target(config)).open()
-            services.family = store.family
+            services.care = store.care
         except Exception as e:      # the talk goes on; the lexicon still filters
             log.warning("the control store is not reachable (%s): no blocked topics, transcripts or memory", e)
             store = None

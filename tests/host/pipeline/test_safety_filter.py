@@ -37,7 +37,7 @@ async def test_topics_and_lexicon_matches():
     out = await f.words("他们在打架吗")
     assert isinstance(out, Instead) and out.line == Lines.load().get("safety_redirect", "zh")
     await out.confirm()
-    assert f.family.flags == [("打架", "他们在打架吗", None, out.line)]
+    assert f.care.flags == [("打架", "他们在打架吗", None, out.line)]
     chat[0] = False          # translation, a lesson: not filtered
     assert await f.words("他们在打架吗") == "他们在打架吗"
 
@@ -45,16 +45,16 @@ async def test_topics_and_lexicon_matches():
 class Services:
     """What a Chain reads of the process's services."""
 
-    def __init__(self, family):
+    def __init__(self, care):
         self.config = {}
         self.lines = Lines.load()
-        self.family = family
+        self.care = care
 
 
 async def test_a_blocked_reply_sentence_ends_the_reply_and_is_flagged_only_once_the_words_are_final():
     for final in (True, False):
-        family = Topics(["ghosts"], "Let's sing!")
-        chain = Chain(Services(family), "d1")
+        care = Topics(["ghosts"], "Let's sing!")
+        chain = Chain(Services(care), "d1")
         assert await chain.heard("what are stars") == "what are stars"
 
         async def reply():
@@ -63,8 +63,8 @@ async def test_a_blocked_reply_sentence_ends_the_reply_and_is_flagged_only_once_
         gate = asyncio.get_running_loop().create_future()
         said = []
         assert [s async for s in chain.spoken(reply(), gate, said)] == ["Stars are far away.", "Let's sing!"]
-        assert said == ["Stars are far away.", "Let's sing!"] and family.flags == []
+        assert said == ["Stars are far away.", "Let's sing!"] and care.flags == []
         gate.set_result(final)          # the child stopped there, or went on
         await asyncio.gather(*chain._confirming)
-        assert family.flags == ([("ghosts", "what are stars", "Some say ghosts live there.", "Let's sing!")]
+        assert care.flags == ([("ghosts", "what are stars", "Some say ghosts live there.", "Let's sing!")]
                                 if final else [])

@@ -1,4 +1,4 @@
-"""What the family keeps per device (store_family.py) on both back-ends, and
+"""What the family keeps per device (store_care.py) on both back-ends, and
 its routes: blocked topics, flags, privacy, transcripts, memory; bad input
 gets a 400 that names the field, and nothing is changed by it."""
 import time
@@ -9,58 +9,58 @@ from xiaozhi_server.control.store import Store
 
 
 @pytest.fixture
-async def family(control_db):
+async def care(control_db):
     s = await Store(control_db()).open()
-    yield s.family
+    yield s.care
     await s.close()
 
 
-async def test_family_records_on_both_back_ends(family, monkeypatch):
-    assert await family.topics("d1") == {"blocked_topics": [], "redirect_line": None}
-    await family.set_topics("d1", ["ghosts", "鬼"], "Let's talk about stars!")
-    assert (await family.topics("d1"))["blocked_topics"] == ["ghosts", "鬼"]
+async def test_family_records_on_both_back_ends(care, monkeypatch):
+    assert await care.topics("d1") == {"blocked_topics": [], "redirect_line": None}
+    await care.set_topics("d1", ["ghosts", "鬼"], "Let's talk about stars!")
+    assert (await care.topics("d1"))["blocked_topics"] == ["ghosts", "鬼"]
 
-    fid = await family.add_flag("d1", "ghosts", "tell me about ghosts", None, "Let's talk about stars!")
-    flags = await family.flags("d1")
+    fid = await care.add_flag("d1", "ghosts", "tell me about ghosts", None, "Let's talk about stars!")
+    flags = await care.flags("d1")
     assert [f["id"] for f in flags] == [fid] and flags[0]["child_said"] == "tell me about ghosts"
-    assert await family.review_flag("d1", fid) and not await family.review_flag("d1", fid)
-    assert await family.flags("d1") == []
+    assert await care.review_flag("d1", fid) and not await care.review_flag("d1", fid)
+    assert await care.flags("d1") == []
 
     # transcripts: off by default, so nothing is kept
-    assert await family.privacy("d1") == {"transcripts": False, "retention_days": 7, "memory": True}
-    assert not await family.add_turn("d1", "chat", "hello", "hi there")
-    await family.set_privacy("d1", {"transcripts": True, "retention_days": 2})
+    assert await care.privacy("d1") == {"transcripts": False, "retention_days": 7, "memory": True}
+    assert not await care.add_turn("d1", "chat", "hello", "hi there")
+    await care.set_privacy("d1", {"transcripts": True, "retention_days": 2})
     now = time.time()
     monkeypatch.setattr(time, "time", lambda: now - 3 * 86400)      # a turn three days ago
-    assert await family.add_turn("d1", "chat", "old words", "old reply")
+    assert await care.add_turn("d1", "chat", "old words", "old reply")
     monkeypatch.setattr(time, "time", lambda: now)
-    assert await family.add_turn("d1", "english_translation", "苹果", "apple")
-    turns = await family.turns("d1", now - 10 * 86400, now + 10)
+    assert await care.add_turn("d1", "english_translation", "苹果", "apple")
+    turns = await care.turns("d1", now - 10 * 86400, now + 10)
     assert [(t["app"], t["child"], t["reply"]) for t in turns] == [("english_translation", "苹果", "apple")]
-    assert await family.delete_turns("d1") == 1
+    assert await care.delete_turns("d1") == 1
 
     # memory: kept while on; turning it off erases it and keeps nothing new
     profile = {"name": "Mia", "age": 6, "interests": ["dinosaurs"], "learnt": [], "notes": ""}
-    assert await family.set_memory("d1", profile)
-    assert (await family.memory("d1"))["profile"]["interests"] == ["dinosaurs"]
-    await family.set_privacy("d1", {"memory": False})
-    assert not await family.set_memory("d1", profile)
-    await family.set_privacy("d1", {"memory": True})
-    assert (await family.memory("d1"))["profile"]["name"] == ""
+    assert await care.set_memory("d1", profile)
+    assert (await care.memory("d1"))["profile"]["interests"] == ["dinosaurs"]
+    await care.set_privacy("d1", {"memory": False})
+    assert not await care.set_memory("d1", profile)
+    await care.set_privacy("d1", {"memory": True})
+    assert (await care.memory("d1"))["profile"]["name"] == ""
 
-    await family.set_memory("d1", profile)
-    await family.forget_device("d1")
-    assert await family.topics("d1") == {"blocked_topics": [], "redirect_line": None}
-    assert (await family.memory("d1"))["profile"]["name"] == ""
-    assert await family.privacy("d1") == {"transcripts": False, "retention_days": 7, "memory": True}
+    await care.set_memory("d1", profile)
+    await care.forget_device("d1")
+    assert await care.topics("d1") == {"blocked_topics": [], "redirect_line": None}
+    assert (await care.memory("d1"))["profile"]["name"] == ""
+    assert await care.privacy("d1") == {"transcripts": False, "retention_days": 7, "memory": True}
 
 
 async def test_turns_past_their_retention_are_purged_when_the_store_opens(control_db, monkeypatch):
     store = await Store(control_db()).open()
-    await store.family.set_privacy("d2", {"transcripts": True, "retention_days": 1})
+    await store.care.set_privacy("d2", {"transcripts": True, "retention_days": 1})
     now = time.time()
     monkeypatch.setattr(time, "time", lambda: now - 2 * 86400)
-    assert await store.family.add_turn("d2", "chat", "two days ago", "yes")
+    assert await store.care.add_turn("d2", "chat", "two days ago", "yes")
     monkeypatch.setattr(time, "time", lambda: now)
     count = "SELECT COUNT(*) FROM family_transcripts"
     assert await store._run(lambda: store._db.execute(count).fetchone()[0]) == 1

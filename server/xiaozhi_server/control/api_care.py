@@ -1,7 +1,7 @@
 """The parents' routes for what the family keeps per device (mixed into
 api.ControlApi): blocked topics and the safety filter's flags, privacy and
 transcripts, the chat app's memory of the child. The records are
-store_family.py's; docs/api.md says what each route takes and answers."""
+store_care.py's; docs/api.md says what each route takes and answers."""
 from __future__ import annotations
 
 import datetime
@@ -9,10 +9,10 @@ import zoneinfo
 
 from aiohttp import web
 
-from ..pipeline.family import clean_profile
+from ..pipeline.care import clean_profile
 from . import checks
 from .errors import BadRequest, Conflict, NotFound
-from .store_family import day_bounds
+from .store_care import day_bounds
 
 MAX_TOPICS = 100
 MAX_TOPIC = 60
@@ -35,21 +35,21 @@ def _topics_out(t):
             "redirect_default": line is None}
 
 
-class FamilyApi:
+class CareApi:
     """Mixed into api.ControlApi: its _path, _body and _json, its plane."""
 
-    def _family(self, request):
+    def _care(self, request):
         """(the device id of the path, the store's family records)."""
-        return checks.device_id(self._path(request, "device_id")), self.plane.store.family
+        return checks.device_id(self._path(request, "device_id")), self.plane.store.care
 
     # ---- blocked topics and flags ----
 
     async def get_topics(self, request):
-        device_id, family = self._family(request)
-        return self._json(_topics_out(await family.topics(device_id)))
+        device_id, care = self._care(request)
+        return self._json(_topics_out(await care.topics(device_id)))
 
     async def put_topics(self, request):
-        device_id, family = self._family(request)
+        device_id, care = self._care(request)
         body = await self._body(request)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
@@ -68,28 +68,28 @@ class FamilyApi:
         if line is not None and (not isinstance(line, str) or not 0 < len(line.strip()) <= MAX_REDIRECT):
             raise BadRequest("redirect_line must be a line of 1-%d characters, or null for the default"
                              % MAX_REDIRECT)
-        await family.set_topics(device_id, kept, line.strip() if line else None)
-        return self._json(_topics_out(await family.topics(device_id)))
+        await care.set_topics(device_id, kept, line.strip() if line else None)
+        return self._json(_topics_out(await care.topics(device_id)))
 
     async def list_flags(self, request):
-        device_id, family = self._family(request)
-        return self._json({"flags": await family.flags(device_id)})
+        device_id, care = self._care(request)
+        return self._json({"flags": await care.flags(device_id)})
 
     async def review_flag(self, request):
-        device_id, family = self._family(request)
+        device_id, care = self._care(request)
         flag_id = self._path(request, "flag_id")
-        if not await family.review_flag(device_id, flag_id):
+        if not await care.review_flag(device_id, flag_id):
             raise NotFound("device %s has no flag %s waiting for review" % (device_id, flag_id))
         return web.Response(status=204)
 
     # ---- privacy and transcripts ----
 
     async def get_privacy(self, request):
-        device_id, family = self._family(request)
-        return self._json(await family.privacy(device_id))
+        device_id, care = self._care(request)
+        return self._json(await care.privacy(device_id))
 
     async def put_privacy(self, request):
-        device_id, family = self._family(request)
+        device_id, care = self._care(request)
         body = await self._body(request)
         if not isinstance(body, dict) or not body:
             raise BadRequest("the body must be a JSON object with transcripts, retention_days and/or memory")
@@ -100,10 +100,10 @@ class FamilyApi:
         days = body.get("retention_days", 1)
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_RETENTION_DAYS:
             raise BadRequest("retention_days must be a whole number of days from 1 to %d" % MAX_RETENTION_DAYS)
-        return self._json(await family.set_privacy(device_id, body))
+        return self._json(await care.set_privacy(device_id, body))
 
     async def list_transcripts(self, request):
-        device_id, family = self._family(request)
+        device_id, care = self._care(request)
         date, tz_name = request.query.get("date"), request.query.get("tz", "UTC")
         try:
             tz = zoneinfo.ZoneInfo(tz_name)
@@ -115,22 +115,22 @@ class FamilyApi:
             start, end = day_bounds(date, tz)
         except ValueError:
             raise BadRequest("date must be a day as YYYY-MM-DD")
-        privacy = await family.privacy(device_id)
+        privacy = await care.privacy(device_id)
         return self._json({"date": date, "tz": tz_name, "transcripts": privacy["transcripts"],
-                      "turns": await family.turns(device_id, start, end)})
+                      "turns": await care.turns(device_id, start, end)})
 
     async def delete_transcripts(self, request):
-        device_id, family = self._family(request)
-        return self._json({"deleted": await family.delete_turns(device_id)})
+        device_id, care = self._care(request)
+        return self._json({"deleted": await care.delete_turns(device_id)})
 
     # ---- memory ----
 
     async def get_memory(self, request):
-        device_id, family = self._family(request)
-        return self._json(await family.memory(device_id))
+        device_id, care = self._care(request)
+        return self._json(await care.memory(device_id))
 
     async def put_memory(self, request):
-        device_id, family = self._family(request)
+        device_id, care = self._care(request)
         body = await self._body(request)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
@@ -146,12 +146,12 @@ class FamilyApi:
             if enabled is False:
                 raise Conflict("a profile is not kept with memory off (enabled: false)")
         if enabled is not None:
-            await family.set_privacy(device_id, {"memory": enabled})
-        if profile is not None and not await family.set_memory(device_id, profile):
+            await care.set_privacy(device_id, {"memory": enabled})
+        if profile is not None and not await care.set_memory(device_id, profile):
             raise Conflict("memory is off for device %s: turn it on first (enabled: true)" % device_id)
-        return self._json(await family.memory(device_id))
+        return self._json(await care.memory(device_id))
 
     async def delete_memory(self, request):
-        device_id, family = self._family(request)
-        await family.erase_memory(device_id)
-        return self._json(await family.memory(device_id))
+        device_id, care = self._care(request)
+        await care.erase_memory(device_id)
+        return self._json(await care.memory(device_id))

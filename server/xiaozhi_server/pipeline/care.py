@@ -1,8 +1,8 @@
 """What the voice side keeps and reads for the child's family, and the
 shape of the chat app's memory of the child.
 
-FamilyPort is the store as a session uses it (control/store_family.py
-implements it; the server hands it in as `services.family`, None without
+CarePort is the store as a session uses it (control/store_care.py
+implements it; the server hands it in as `services.care`, None without
 a control store): the device's blocked topics, the safety filter's flags,
 the transcripts a parent turned on, and the memory profile.
 
@@ -26,7 +26,7 @@ MAX_AGE = 18
 PROFILE_FIELDS = ("name", "age", "interests", "learnt", "notes")
 
 
-class FamilyPort(Protocol):
+class CarePort(Protocol):
     async def topics(self, device_id: str) -> dict: ...
 
     async def add_flag(self, device_id: str, topic: str, child_said: str, reply_blocked: str | None,

@@ -1,6 +1,6 @@
 """What a family keeps per device for the safety filter, transcripts and
 the chat app's memory (tables in schema.py, migration 6). It shares the
-control store's connection and worker thread: `store.family` is one of these.
+control store's connection and worker thread: `store.care` is one of these.
 
     family_topics       device_id, topics (JSON list), redirect_line (NULL: the default), updated_at
     family_flags        id, device_id, at, topic, child_said, reply_blocked, redirect_line, reviewed_at
@@ -8,7 +8,7 @@ control store's connection and worker thread: `store.family` is one of these.
     family_transcripts  id, device_id, at, app, child, reply
     family_memory       device_id, profile (JSON), updated_at
 
-The voice side (pipeline/family.py's FamilyPort) and the parents' API use
+The voice side (pipeline/care.py's CarePort) and the parents' API use
 the same calls. A device with no row has the defaults: no blocked topic,
 transcripts off, memory on with an empty profile. Transcripts older than
 the device's retention are deleted when its turns are written or read, when
@@ -25,7 +25,7 @@ import time
 import uuid
 from typing import Any
 
-from ..pipeline.family import empty_profile
+from ..pipeline.care import empty_profile
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def day_bounds(date: str, tz: datetime.tzinfo) -> tuple[float, float]:
     return start.timestamp(), (start + datetime.timedelta(days=1)).timestamp()
 
 
-class FamilyRecords:
+class CareRecords:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._writes = 0
