@@ -72,6 +72,9 @@ class XiaozhiServer:
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid
+            # Sessions here read and keep the family's records in the same store
+            # (workers open their own connection to it: shard/worker.py).
+            self.services.care = self.control.store.care
 
     def _session_of(self, device_id):
         """The device's open voice session in this process, or None."""

@@ -9,10 +9,12 @@ hand in its own (e.g. providers that sleep like cloud ones).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .pipeline.safety import lexicon
 from .providers.llm_none import choose_llm
 from .providers.registry import create
 from .runtime.runtime import load_registry
@@ -20,6 +22,7 @@ from .text.lines import Lines
 
 if TYPE_CHECKING:
     from .mcp.tools import Tool
+    from .pipeline.care import CarePort
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,9 @@ class Services:
         # A family's limits and usage counts (control/family.py), set by the
         # server when it keeps a control store; None: no limits.
         self.family: Any = None
+        # What the family keeps per device (pipeline/care.py's CarePort):
+        # the control store's, handed in by the server; None without one.
+        self.care: CarePort | None = None
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""
@@ -76,6 +82,9 @@ class Services:
         sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
         for provider in (self.vad, self.asr, self.tts, self.llm):
             await warm_up(provider)
+        # The safety filter's word lists (0.44 s to build here): before the
+        # first device, not on the event loop at a child's first words.
+        await asyncio.get_running_loop().run_in_executor(None, lexicon)
 
     @property
     def llm_configured(self) -> bool:

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from .. import protocol as proto
 from . import checks
+from .api_care import CareApi
 from .errors import BadRequest, ControlError, DeviceBusy, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,18 @@ def routes():
         ("GET", PREFIX + "/limits", "get_limits"),
         ("PUT", PREFIX + "/limits", "put_limits"),
         ("GET", PREFIX + "/usage", "usage"),
+        # what the family keeps per device (api_care.py)
+        ("GET", PREFIX + "/topics", "get_topics"),
+        ("PUT", PREFIX + "/topics", "put_topics"),
+        ("GET", PREFIX + "/flags", "list_flags"),
+        ("DELETE", PREFIX + "/flags/{flag_id}", "review_flag"),
+        ("GET", PREFIX + "/privacy", "get_privacy"),
+        ("PUT", PREFIX + "/privacy", "put_privacy"),
+        ("GET", PREFIX + "/transcripts", "list_transcripts"),
+        ("DELETE", PREFIX + "/transcripts", "delete_transcripts"),
+        ("GET", PREFIX + "/memory", "get_memory"),
+        ("PUT", PREFIX + "/memory", "put_memory"),
+        ("DELETE", PREFIX + "/memory", "delete_memory"),
         ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
     )
 
@@ -93,7 +106,7 @@ def if_match(request):
     return out
 
 
-class ControlApi:
+class ControlApi(CareApi):
     def __init__(self, plane, tokens=(), token_required=False):
         self.plane = plane
         self.tokens = [t for t in tokens if t]
@@ -118,6 +131,10 @@ class ControlApi:
                     log.warning("%s %s: %s", request.method, request.path, e.message)
                 return error_response(e)
         return run
+
+    @staticmethod
+    def _json(obj, status=200):
+        return web.json_response(obj, status=status, dumps=_dumps)
 
     # ---- reading the request ----
 

@@ -148,6 +148,47 @@ CREATE INDEX schedules_due ON schedules (due_at);
 ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
+# What the companion keeps and guards per child (store_care.py).
+_CARE = """
+CREATE TABLE family_topics (
+    device_id TEXT PRIMARY KEY,
+    topics TEXT NOT NULL,
+    redirect_line TEXT,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE family_flags (
+    id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    topic TEXT NOT NULL,
+    child_said TEXT NOT NULL,
+    reply_blocked TEXT,
+    redirect_line TEXT NOT NULL,
+    reviewed_at DOUBLE PRECISION
+);
+CREATE INDEX family_flags_by_device ON family_flags (device_id, at);
+CREATE TABLE family_privacy (
+    device_id TEXT PRIMARY KEY,
+    transcripts INTEGER NOT NULL,
+    retention_days INTEGER NOT NULL,
+    memory INTEGER NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE family_transcripts (
+    id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    app TEXT NOT NULL,
+    child TEXT NOT NULL,
+    reply TEXT NOT NULL
+);
+CREATE INDEX family_transcripts_by_device ON family_transcripts (device_id, at);
+CREATE TABLE family_memory (
+    device_id TEXT PRIMARY KEY,
+    profile TEXT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL
+)
+"""
 
 # What a family sets for each device and what the child did (store_family.py):
 # the name a parent gives it and its limits (device_settings), and per local
@@ -203,6 +244,7 @@ MIGRATIONS = (
     Migration(3, "nodes, device routes, the shared secret, schedule deliveries", _FLEET, _FLEET),
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
     Migration(5, "device names and limits, usage per day", _FAMILY, _FAMILY),
+    Migration(6, "blocked topics, safety flags, privacy, transcripts and memory of each device", _CARE, _CARE),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -5,7 +5,9 @@ activation codes waiting for a parent (store_devices.py); the delivery of
 each schedule to its device (store_deliveries.py); and what nodes share
 (store_fleet.py: the nodes, which node serves a device, the server secret);
 the name and limits a family sets per device and the child's usage per
-day (store_family.py).
+day (store_family.py); and what the companion keeps and guards per child
+(`store.care`, store_care.py: blocked topics, safety flags, privacy,
+transcripts, the chat app's memory).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
@@ -43,6 +45,7 @@ from . import schema, sql
 from .store_deliveries import DeliveryRecords
 from .store_devices import DeviceRecords
 from .store_family import FamilyRecords
+from .store_care import CareRecords
 from .store_fleet import FleetRecords
 
 PENDING_ACK = "pending_ack"
@@ -98,6 +101,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-db")
         self._db = None
         self._inserts = 0
+        self.care = CareRecords(self)     # topics, flags, privacy, transcripts, memory
 
     @property
     def shared(self):
@@ -128,6 +132,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords):
             raise
         db.on_connect = self._on_reconnect     # FleetRecords: the node's lock again
         self._db = db
+        self.care.purge_expired()      # transcripts past their retention, kept while the server was off
 
     async def close(self):
         if self._db is not None:

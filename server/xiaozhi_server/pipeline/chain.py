@@ -9,26 +9,30 @@ lists its stages and builds them.
     outbound  SENTENCES    below         stages on each sentence of a reply, in order
               speak        speaker.py    TTS -> 24 kHz -> Opus -> paced frames
 
-A stage in WORDS or SENTENCES is an async callable `(text) -> text | None`:
-it may rewrite the text, or drop it (None or ""). A safety filter that
-checks the child's words and the model's reply is one entry in each list
-plus its code; ASR providers, streaming or not, are called only from asr.py. The session
-asks this module for its parts and never builds a stage itself.
+A stage in WORDS or SENTENCES is an async callable `(text) -> text | None
+| Instead`: it may rewrite the text, drop it (None or ""), or answer
+Instead(line): the line is spoken in place of the turn (WORDS: the words
+go no further; SENTENCES: the reply stops there). Each session's chain
+starts with its safety filter (safety.py), one stage in each list; a
+streaming ASR provider plugs into asr.py. The session asks this module
+for its parts and never builds a stage itself.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from .asr import Transcriber
 from .dialogue import Dialogue
 from .listener import Listener, Utterance
+from .safety import Instead, SafetyFilter
 from .speaker import Speaker
 
 if TYPE_CHECKING:
     from ..mcp.tools import ToolTable
 
-TextStage = Callable[[str], Awaitable[str | None]]
+TextStage = Callable[[str], Awaitable["str | Instead | None"]]
 
 # The child's words, after ASR (or typed, listen detect), before the App Runtime.
 WORDS: list[TextStage] = []
@@ -38,13 +42,19 @@ SENTENCES: list[TextStage] = []
 
 class Chain:
     """One session's chain: its stages, built from what the process shares
-    (`services`: providers and config)."""
+    (`services`: providers, config, the care records: topics, transcripts, memory). filtered(): whether
+    the running task is held to the safety filter (the chat app's)."""
 
-    def __init__(self, services: Any) -> None:
+    def __init__(self, services: Any, device_id: str = "", filtered: Callable[[], bool] = lambda: True,
+                 language: str = "zh") -> None:
         self.services = services
         self.config = services.config
-        self.words = list(WORDS)            # read at the session's start
-        self.sentences = list(SENTENCES)
+        self.safety = SafetyFilter(device_id, getattr(services, "care", None), services.lines, filtered,
+                                   language)
+        # read at the session's start
+        self.words: list[TextStage] = [self.safety.words] + list(WORDS)
+        self.sentences: list[TextStage] = [self.safety.sentence] + list(SENTENCES)
+        self._confirming: set[asyncio.Task] = set()
 
     # ---- inbound ----
 
@@ -54,12 +64,13 @@ class Chain:
         transcriber = Transcriber(s.asr, language=self.config["asr"].get("language"))
         return Listener(s.vad, transcriber, on_speech_start, on_utterance, vad_config=self.config.get("vad"))
 
-    async def heard(self, text: str) -> str | None:
-        """The child's words through WORDS; None when a stage dropped them."""
+    async def heard(self, text: str) -> str | Instead | None:
+        """The child's words through WORDS; None when a stage dropped them,
+        Instead when a stage answers in their place."""
         for stage in self.words:
             out = await stage(text)
-            if not out:
-                return None
+            if not out or isinstance(out, Instead):
+                return out or None
             text = out
         return text
 
@@ -74,22 +85,45 @@ class Chain:
 
     # ---- outbound ----
 
-    def spoken(self, sentences: AsyncIterator[str]) -> AsyncIterator[str]:
-        """A reply's sentences through SENTENCES (the same iterator when there are none)."""
-        if not self.sentences:
+    def spoken(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None,
+               said: list[str] | None = None) -> AsyncIterator[str]:
+        """A reply's sentences through SENTENCES (the same iterator when there
+        are none and nothing is to be kept). said: gets each sentence passed
+        on to be spoken. gate: the child's words final (an Instead's confirm waits for it)."""
+        if not self.sentences and said is None:
             return sentences
-        return self._through(sentences)
+        return self._through(sentences, gate, said)
 
-    async def _through(self, sentences):
+    async def _through(self, sentences, gate, said):
         async with contextlib.aclosing(sentences):
             async for text in sentences:
                 for stage in self.sentences:
                     out = await stage(text)
+                    if isinstance(out, Instead):
+                        self.confirm_when_final(out, gate)
+                        if said is not None:
+                            said.append(out.line)
+                        yield out.line
+                        return          # the rest of the reply is not spoken
                     if not out:
                         break
                     text = out
                 else:
+                    if said is not None:
+                        said.append(text)
                     yield text
+
+    def confirm_when_final(self, instead: Instead, gate: asyncio.Future | None) -> None:
+        """Call instead.confirm() once the gate says the words were final (never if not)."""
+        if instead.confirm is None:
+            return
+
+        async def confirm():
+            if gate is None or await asyncio.shield(gate):
+                await instead.confirm()
+        t = asyncio.ensure_future(confirm())
+        self._confirming.add(t)
+        t.add_done_callback(self._confirming.discard)
 
     def speaker(self, send_json: Callable[[dict], Awaitable[bool]],
                 send_audio: Callable[[bytes], Awaitable[None]], session_id: str) -> Speaker:

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import protocol as proto
+from ..pipeline.care import write_later
 from ..pipeline.listener import committed
 from ..text.phrases import says
 
@@ -73,13 +74,23 @@ class Chat(Mode):
         if says_goodbye(runtime, text):
             session.farewell(text)
         else:
-            session.start_reply(chat_reply, session, text, utterance, answers=utterance)
+            await runtime.memory.ready()    # the first turn's prompt holds what is remembered
+            app = runtime.task.app_id if runtime.task else None
+            session.start_reply(chat_reply, session, text, utterance, app, answers=utterance)
 
 
-async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None) -> None:
+def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
+    """One turn into the transcripts (the store keeps it only if the parent turned them on)."""
+    if session.care is not None and reply:
+        write_later("turn", session.device_id, session.care.add_turn(session.device_id, app, child, reply))
+
+
+async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None,
+                     app: str | None = None) -> None:
     """The CHAT reply: the LLM's answer, spoken as it streams (dialogue ->
     speaker), its emotion shown once the words are final, and the turn's
-    latency marks kept for the benchmarks."""
+    latency marks kept for the benchmarks. app: the child's turn is kept
+    for the transcripts under this app (None: words of our own, an opener cue)."""
     epoch = session.epoch
     marks: dict = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
     gate = utterance.commit if utterance is not None else None
@@ -90,10 +101,13 @@ async def chat_reply(session: SessionPort, text: str, utterance: Utterance | Non
             await session.show_emotion(emotion)
 
     sentences = session.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
+    said: list[str] = []
     try:
-        ok = await session.speak(sentences, gate=gate)
+        ok = await session.speak(sentences, gate=gate, said=said)
     finally:
         count_talk(session, utterance)
+    if app is not None and said and await committed(utterance):
+        keep_turn(session, app, text, " ".join(said))
     marks["first_audio"] = session.first_audio_at()
     marks["done"] = time.monotonic()
     marks["completed"] = ok
@@ -127,20 +141,21 @@ class Translation(Mode):
         if self.is_exit(runtime.cfg, text):
             await runtime.start_default(proto.SOURCE_VOICE)
             return
-        runtime.session.start_reply(self._translate, runtime.session, text, utterance)
+        app = runtime.task.app_id if runtime.task else "translation"
+        runtime.session.start_reply(self._translate, runtime.session, text, app, utterance)
 
     @staticmethod
     def is_exit(cfg: dict, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
         return says(text, cfg.get("exit_translation_phrases", ()), EXIT_TRANSLATION_MAX_CHARS)
 
-    async def _translate(self, session, text, utterance=None):
+    async def _translate(self, session, text, app, utterance=None):
         try:
-            await self._translated(session, text)
+            await self._translated(session, text, app)
         finally:
             count_talk(session, utterance, translation=True)
 
-    async def _translated(self, session, text):
+    async def _translated(self, session, text, app):
         tool = session.tools.get("translate")
         policy = session.dialogue.tool_policy
         if tool is None or not session.tools.allowed(tool, policy):
@@ -152,7 +167,8 @@ class Translation(Mode):
             await session.speak(_one(_line(session, "not_translated")))
             return
         await session.show_emotion("neutral")
-        await session.speak(_one(out.text.strip()))
+        if await session.speak(_one(out.text.strip())):
+            keep_turn(session, app, text, out.text.strip())
 
 
 class PlayAudio(Mode):

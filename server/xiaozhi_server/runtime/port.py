@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from ..mcp.device_client import DeviceMcp
     from ..mcp.tools import ToolTable
     from ..pipeline.dialogue import Dialogue
+    from ..pipeline.care import CarePort
     from ..pipeline.listener import Utterance
     from ..text.lines import Lines
+    from .memory import Memory
+    from .registry import Task
 
 
 class FamilyRules(Protocol):
@@ -48,6 +51,7 @@ class SessionPort(Protocol):
     turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
     lines: Lines                # every line it may speak (data/lines.json, the operator's file)
     family: FamilyRules | None  # bedtime and talk time, usage counts
+    care: CarePort | None      # the family's store: transcripts, memory (None: no control store)
 
     # Tasks and replies.
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...
@@ -66,7 +70,8 @@ class SessionPort(Protocol):
     # Speaking.
     async def say(self, text: str) -> bool: ...
 
-    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool: ...
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None,
+                    said: list[str] | None = None) -> bool: ...
 
     async def show_emotion(self, emotion: str) -> None: ...
 
@@ -83,6 +88,8 @@ class ModeDriver(Protocol):
     session: SessionPort
     cfg: dict                   # the config's `apps` section
     session_cfg: dict           # the config's `session` section
+    task: Task | None           # the running task
+    memory: Memory              # the chat app's memory of the child
 
     @property
     def mode(self) -> str: ...

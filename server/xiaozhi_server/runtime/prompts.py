@@ -5,7 +5,8 @@ the same, plus taking the lead (`prompts.agent_proactive`). translator and
 none: the chat LLM is not used in those tasks (translation goes to the
 translate MCP, which has its own prompt), so the agent prompt stays for the
 moment the child switches back. A task's `system_prompt` (apps.json) comes
-last, so an app brings its own instructions without a line of code.
+next, so an app brings its own instructions without a line of code; the
+chat app's memory of the child (memory.py) comes last, in the agent modes only.
 """
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ if TYPE_CHECKING:
     from .registry import Task
 
 
-def system_prompt(prompts: dict[str, str], task: Task) -> str:
+def system_prompt(prompts: dict[str, str], task: Task, memory: str = "") -> str:
     parts = [prompts["agent"]]
     if task.prompt_mode == "agent_proactive" and prompts.get("agent_proactive"):
         parts.append(prompts["agent_proactive"])
     if task.prompt:
         parts.append(task.prompt)
+    if memory and task.prompt_mode in ("agent", "agent_proactive"):
+        parts.append(memory)
     return " ".join(parts)

@@ -25,6 +25,7 @@ from .. import protocol as proto
 from ..protocol import priority
 from ..pipeline.listener import committed
 from .lessons import lesson_names
+from .memory import Memory
 from .modes import HANDLERS
 from .proactive import Proactive
 from .prompts import system_prompt
@@ -93,6 +94,8 @@ class AppRuntime:
         # (time, app.task, source, verdict) for logs and tests
         self.history: list[tuple[float, str, str, str]] = []
         self.proactive = Proactive(session, self.cfg, llm_configured)
+        self.memory = Memory(session, self._prompt_again)     # the chat app's memory of the child
+        self.memory.start()
         self._skills_task: asyncio.Task | None = None
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
@@ -288,7 +291,11 @@ class AppRuntime:
         self.entered_at = time.monotonic()
         d = self.session.dialogue
         d.tool_policy = task.policy()
-        d.system_prompt = system_prompt(self.prompts, task)
+        d.system_prompt = system_prompt(self.prompts, task, self.memory.prompt())
+
+    def _prompt_again(self):
+        if self.task is not None:
+            self.session.dialogue.system_prompt = system_prompt(self.prompts, self.task, self.memory.prompt())
 
     async def _run_skills(self, task, params, source, done=0):
         await self.session.wait_quiet()

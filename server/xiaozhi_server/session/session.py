@@ -30,7 +30,9 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
+from ..pipeline.care import write_later
 from ..pipeline.listener import Listener, committed
+from ..pipeline.safety import Instead
 from ..runtime.runtime import AppRuntime, TaskError
 from ..runtime.tools import runtime_tools
 from ..text.lang import has_han
@@ -97,7 +99,11 @@ class Session:
         self.tools = ToolTable()
         self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
                              vision=services.config.get("vision"))
-        self.chain = Chain(services)          # the voice pipeline's stages (pipeline/chain.py)
+        # the family's store (pipeline/care.py's CarePort; None without a control store)
+        self.care = getattr(services, "care", None)
+        # the voice pipeline's stages (pipeline/chain.py); the safety filter holds the chat mode
+        self.chain = Chain(services, device_id, lambda: self.runtime is None or self.runtime.mode == proto.MODE_CHAT,
+                           self.language)
         self.speaker = self.chain.speaker(self.send_json, self._send_audio, self.id)
         self.dialogue = self.chain.dialogue(self.tools, self.language)
         self.listener: Listener | None = None
@@ -429,9 +435,11 @@ class Session:
         self.reply_task = asyncio.create_task(guarded())
         return self.reply_task
 
-    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool:
-        """Speak a reply's sentences as they come (False if cut off)."""
-        return await self.speaker.speak(self.chain.spoken(sentences), gate=gate)
+    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None,
+                    said: list[str] | None = None) -> bool:
+        """Speak a reply's sentences as they come (False if cut off); said gets
+        each sentence as it goes to TTS (after the chain's stages)."""
+        return await self.speaker.speak(self.chain.spoken(sentences, gate, said), gate=gate)
 
     def first_audio_at(self) -> float | None:
         """When the last reply's first frame left (monotonic), None before it."""
@@ -531,6 +539,9 @@ class Session:
             if heard is None:
                 log.info("[%s] %r dropped by the pipeline's word stages", self.device_id, text)
                 return
+            if isinstance(heard, Instead):
+                self.spawn(self._say_instead(heard, text, utterance))
+                return
             text = heard
         self.spawn(self._send_stt(text, utterance))
         if utterance is not None and utterance.commit is not None:
@@ -539,6 +550,20 @@ class Session:
             utterance.commit.add_done_callback(lambda f, u=utterance: self._on_commit(u, f))
         if self.runtime is not None:
             self.spawn(self.runtime.route(text, utterance))
+
+    async def _say_instead(self, instead, text, utterance):
+        """A word stage answered in place of the child's words (the safety
+        filter's redirect): once the words are final, the line is the reply;
+        the words are not shown (no stt) and go to no model."""
+        if not await committed(utterance) or self.closed:
+            return
+        self.chain.confirm_when_final(instead, None)
+        if self.runtime is not None:
+            self.runtime.proactive.user_spoke()
+        self.start_reply(self.speaker.say, instead.line)
+        if self.care is not None and self.runtime is not None and self.runtime.task is not None:
+            write_later("turn", self.device_id,
+                        self.care.add_turn(self.device_id, self.runtime.task.app_id, text, instead.line))
 
     async def _send_stt(self, text, utterance):
         if await committed(utterance):

@@ -81,15 +81,23 @@ async def _build(settings, config, listen_fds):
     await services.start()     # every model loaded before the first session can ask for one
     mcp = await start_server_tools(config, services) if settings["with_mcp"] else None
     ws = WsServer(services)
+    store = None
     if settings["device_tokens"]:
         from ..control import wiring
         from ..control.credentials import Credentials
         ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
-        # The family's limits and usage, on the control store the primary migrated.
+        # The family's limits and usage and the care records (blocked topics,
+        # transcripts, memory) live in the control store the primary
+        # migrated: this worker's own connection.
         services.family = wiring.family(config)
-        await services.family.store.open()
+        try:
+            store = await services.family.store.open()
+            services.care = store.care
+        except Exception as e:      # the talk goes on; the lexicon still filters
+            log.warning("the control store is not reachable (%s): no limits, blocked topics, transcripts or memory", e)
+            store = None
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
-    return services, mcp, ws
+    return services, mcp, ws, store
 
 
 async def serve(channel_fd, listen_fds):
@@ -109,7 +117,7 @@ async def serve(channel_fd, listen_fds):
     share_of_caps(config["limits"], settings["workers"])
 
     try:
-        services, mcp, ws = await _build(settings, config, listen_fds)
+        services, mcp, ws, store = await _build(settings, config, listen_fds)
     except Exception as e:
         # The primary builds no providers: a bad provider setting shows up
         # here first, and the primary says why it could not start.
@@ -158,6 +166,8 @@ async def serve(channel_fd, listen_fds):
     await ws.stop()
     if mcp is not None:
         await mcp.close()
+    if store is not None:
+        await store.close()
     return 0
 
 
