@@ -812,7 +812,20 @@ WAKE_BUTTON = 'button'
 WAKE_CAUSES = ('power_on', 'alarm', 'button', 'reset')
 WAKE_POWER_ON = 'power_on'
 WAKE_RESET = 'reset'
-WS_MESSAGE_TYPES = ('abort', 'alert', 'goodbye', 'hello', 'iot', 'listen', 'llm', 'mcp', 'stt', 'system', 'tts')
+WS_MESSAGE_TYPES = (
+    'abort',
+    'alert',
+    'error',
+    'goodbye',
+    'hello',
+    'iot',
+    'listen',
+    'llm',
+    'mcp',
+    'stt',
+    'system',
+    'tts',
+)
 
 
 # ---- schemas (checks only; descriptions live in the sources) ----
@@ -1170,6 +1183,11 @@ SCHEMAS = {
         'xLength":64},"message":{"type":"string","maxLength":1000},"emotion":{"$ref":"common.emot'
         'ion"}}}'
     ),
+    'ws.error': (
+        '{"type":"object","required":["type","id","reason"],"properties":{"type":{"const":"error"'
+        '},"session_id":{"$ref":"common.session_id"},"id":{"type":["integer","string","null"]},"r'
+        'equest":{"type":"string","maxLength":64},"reason":{"type":"string","maxLength":1000}}}'
+    ),
     'ws.goodbye': (
         '{"type":"object","required":["type"],"properties":{"type":{"const":"goodbye"},"session_i'
         'd":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}'
@@ -1290,6 +1308,7 @@ _NAMES = {
     'tool:self.power_off': 'self.power_off',
     'ws.abort': 'abort',
     'ws.alert': 'alert',
+    'ws.error': 'error',
     'ws.goodbye': 'goodbye',
     'ws.hello_device': 'hello',
     'ws.hello_server': 'hello',
@@ -1304,6 +1323,7 @@ _NAMES = {
 WS_SCHEMAS = {
     'abort:up': 'ws.abort',
     'alert:down': 'ws.alert',
+    'error:down': 'ws.error',
     'goodbye:both': 'ws.goodbye',
     'hello:down': 'ws.hello_server',
     'hello:up': 'ws.hello_device',

@@ -2772,6 +2772,19 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                   'sleepy',
                                                   'silly',
                                                   'confused']}}},
+ 'ws.error': {'title': 'error (server -> device)',
+              'description': 'The answer to a refused JSON message that carried a top-level id (an '
+                             'MCP request is answered with a JSON-RPC error inside an mcp envelope '
+                             "instead). id is the request's own id, or null when that id could not "
+                             'be used (not an integer or a string of at most 128 characters). '
+                             'Stock firmware ignores message types it does not know.',
+              'type': 'object',
+              'required': ['type', 'id', 'reason'],
+              'properties': {'type': {'const': 'error'},
+                             'session_id': {'type': 'string', 'maxLength': 128},
+                             'id': {'type': ['integer', 'string', 'null']},
+                             'request': {'type': 'string', 'maxLength': 64},
+                             'reason': {'type': 'string', 'maxLength': 1000}}},
  'ws.goodbye': {'title': 'goodbye (both directions)',
                 'description': 'The session ends; the sender closes the channel.',
                 'type': 'object',
