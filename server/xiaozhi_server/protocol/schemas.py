@@ -285,7 +285,46 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                        'minLength': 1,
                                                                        'maxLength': 64},
                                                             'timestamp': {'type': 'integer',
-                                                                          'minimum': 0}}},
+                                                                          'minimum': 0,
+                                                                          'description': 'When the '
+                                                                                         'sender '
+                                                                                         'made the '
+                                                                                         'request: '
+                                                                                         'unix ms '
+                                                                                         '(or s, '
+                                                                                         'below '
+                                                                                         '1e11). '
+                                                                                         'Each '
+                                                                                         "sender's "
+                                                                                         'are '
+                                                                                         'increasing: '
+                                                                                         'the '
+                                                                                         'board '
+                                                                                         'drops a '
+                                                                                         'request '
+                                                                                         'older '
+                                                                                         'than the '
+                                                                                         'newest '
+                                                                                         'it '
+                                                                                         'handled '
+                                                                                         'from the '
+                                                                                         'same '
+                                                                                         'sender.'},
+                                                            'sender': {'type': 'string',
+                                                                       'minLength': 1,
+                                                                       'maxLength': 64,
+                                                                       'description': 'Who made '
+                                                                                      'the request '
+                                                                                      '(a server '
+                                                                                      "node's id); "
+                                                                                      'timestamps '
+                                                                                      'are '
+                                                                                      'compared '
+                                                                                      'only within '
+                                                                                      'one sender. '
+                                                                                      'Absent: one '
+                                                                                      'anonymous '
+                                                                                      'sender.'}}},
                                   'action': {'enum': ['START_APP_TASK',
                                                       'SET_ALARM',
                                                       'UNSET_ALARM',
