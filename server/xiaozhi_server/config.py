@@ -160,6 +160,16 @@ DEFAULTS = {
         "max_in_flight": 8,
         "max_queued": 32,
     },
+    # Activation codes a device shows until a parent approves it (with auth.tokens):
+    # how long one lives, and how many may wait in all, per caller address
+    # (an IPv6 /64) and per device-id prefix (a MAC's first three octets).
+    # Behind a reverse proxy every device has the proxy's address: raise per_address.
+    "activation": {
+        "ttl_s": 600,
+        "max_waiting": 100,
+        "per_address": 10,
+        "per_prefix": 20,
+    },
     # Nodes sharing one store and one broker (docs/deploy.md). A node says it
     # lives every heartbeat_s; one silent for node_ttl_s is dropped (on
     # PostgreSQL a killed node is dropped at once: its connection ends).
@@ -266,7 +276,7 @@ def check(cfg: dict) -> None:
     workers = cfg.get("server", {}).get("workers", "auto")
     if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
-    for section in ("limits", "fleet"):
+    for section in ("limits", "fleet", "activation"):
         for key, value in (cfg.get(section) or {}).items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))

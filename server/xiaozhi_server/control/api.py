@@ -40,7 +40,9 @@ def routes():
         ("PUT", PREFIX + "/schedules/{alarm_id}", "update_schedule"),
         ("DELETE", PREFIX + "/schedules/{alarm_id}", "delete_schedule"),
         ("POST", PREFIX + "/credentials", "provision"),
+        ("GET", "/api/activations", "list_activations"),
         ("POST", "/api/activations/{code}", "approve"),
+        ("DELETE", "/api/activations/{code}", "clear_activation"),
         ("GET", "/api/nodes", "nodes"),
         ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
     )
@@ -211,6 +213,15 @@ class ControlApi:
             raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
         return web.json_response({"code": code, "device_id": device_id, "activated": True}, dumps=_dumps)
 
+    async def list_activations(self, request):
+        waiting = await self.plane.devices.waiting_activations() if self.plane.devices is not None else []
+        return web.json_response({"waiting": waiting}, dumps=_dumps)
+
+    async def clear_activation(self, request):
+        code = self._path(request, "code")
+        if self.plane.devices is None or not code.isdigit() or not await self.plane.devices.clear_activation(code):
+            raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
+        return web.Response(status=204)
 
     async def nodes(self, request):
         return web.json_response({"this_node": self.plane.node_id, "nodes": await self.plane.nodes()}, dumps=_dumps)

@@ -15,24 +15,66 @@ The policy (docs/security.md):
   an activation code and nothing secret; `devices approve CODE` binds it.
 - With no tokens configured (the loopback default) the OTA answer carries
   nothing secret: devices are provisioned by a parent.
+- Waiting codes expire (`activation.ttl_s`) and are limited in all, per
+  source address (an IPv6 address counts as its /64, which one host may
+  hold whole) and per device-id prefix (a MAC's first three octets), so an
+  unknown caller cannot take every waiting place; a caller over a limit is
+  told to come back later (`("busy", why)`). A parent sees the waiting codes
+  and can clear one.
 """
 import asyncio
+import ipaddress
 import logging
+import re
 import secrets
+import time
+
+from .store_devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
 
 log = logging.getLogger(__name__)
 
 ACTIVATION_TTL_S = 600
 CODE_DIGITS = 6
+_MAC = re.compile(r"^([0-9a-fA-F]{2})[:-]?([0-9a-fA-F]{2})[:-]?([0-9a-fA-F]{2})[:-]?[0-9a-fA-F]{2}[:-]?"
+                  r"[0-9a-fA-F]{2}[:-]?[0-9a-fA-F]{2}$")
+PREFIX_CHARS = 8       # the prefix of a device id that is not a MAC
+
+
+def id_prefix(device_id: str) -> str:
+    """The part of a device id a maker shares: a MAC's first three octets
+    (its OUI), else the first PREFIX_CHARS characters."""
+    m = _MAC.match(device_id)
+    if m:
+        return ":".join(m.groups()).lower()
+    return device_id[:PREFIX_CHARS]
+
+
+def source_key(address: str | None) -> str | None:
+    """The address an activation is counted against: an IPv4 address, or the
+    /64 of an IPv6 one (an IPv4-mapped one as IPv4)."""
+    if not address:
+        return None
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return address[:64]
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.version == 6:
+        return str(ipaddress.ip_network((ip, 64), strict=False))
+    return str(ip)
 
 
 class Devices:
-    def __init__(self, store, credentials, broker, auth_on=False, public_host=None):
+    def __init__(self, store, credentials, broker, auth_on=False, public_host=None,
+                 activation_ttl_s=ACTIVATION_TTL_S, activation_limits=ActivationLimits()):
         self.store = store
         self.creds = credentials
         self.broker = broker
         self.auth_on = auth_on
         self.public_host = public_host
+        self.activation_ttl_s = activation_ttl_s
+        self.activation_limits = activation_limits
         self._files = asyncio.Lock()
 
     async def start(self) -> None:
@@ -71,11 +113,13 @@ class Devices:
 
     # ---- the OTA endpoint's questions ----
 
-    async def ota_grant(self, device_id: str | None, client_id: str | None, token: str) -> tuple[str, dict | None]:
-        """What an OTA answer may carry for this caller:
+    async def ota_grant(self, device_id: str | None, client_id: str | None, token: str,
+                        source: str | None = None) -> tuple[str, dict | str | None]:
+        """What an OTA answer may carry for this caller (source: its address):
         ("open", None)          no device tokens configured: nothing secret to give
         ("granted", creds)      an authenticated device: its credentials
-        ("activate", code dict) anyone else: an activation code (None when none can be made)"""
+        ("activate", code dict) anyone else: an activation code (None without a Client-Id)
+        ("busy", why)           a limit on waiting codes keeps this caller from a new one"""
         if not self.auth_on:
             return "open", None
         if not device_id:
@@ -85,26 +129,44 @@ class Devices:
         dev = await self.store.get_device(device_id)
         if dev is not None and client_id and dev["client_id"] and secrets.compare_digest(dev["client_id"], client_id):
             return "granted", self.credentials(device_id)
-        return "activate", await self._activation(device_id, client_id)
-
-    async def _activation(self, device_id, client_id):
         if not client_id:
-            return None
+            return "activate", None
         a = await self.store.activation_of(device_id, client_id)
         if a is None:
             for _ in range(5):
                 code = "%0*d" % (CODE_DIGITS, secrets.randbelow(10 ** CODE_DIGITS))
-                if await self.store.add_activation(code, device_id, client_id, secrets.token_hex(16), ACTIVATION_TTL_S):
+                added = await self.store.add_activation(
+                    code, device_id, client_id, secrets.token_hex(16), self.activation_ttl_s,
+                    source_key(source), id_prefix(device_id), self.activation_limits)
+                if added == ADDED:
                     a = await self.store.activation_of(device_id, client_id)
                     log.warning("device %s asks to be activated: code %s (approve with "
                                 "`xiaozhi-server devices approve %s`)", device_id, code, code)
                     break
+                if added != CODE_TAKEN:
+                    why = {SOURCE_FULL: "too many activation codes wait for this address",
+                           PREFIX_FULL: "too many activation codes wait for device ids like this one"}.get(
+                        added, "too many activation codes wait for approval")
+                    log.warning("no activation code for %s from %s: %s", device_id, source, why)
+                    return "busy", why
             else:
-                log.warning("no activation code for %s: too many codes wait for approval", device_id)
-                return None
-        return {"code": a["code"], "challenge": a["challenge"],
-                "message": "Ask a parent to approve code %s" % " ".join(a["code"]),
-                "timeout_ms": int(ACTIVATION_TTL_S * 1000)}
+                return "busy", "no free activation code"
+        left_s = max(1.0, a["expires_at"] - time.time())
+        return "activate", {"code": a["code"], "challenge": a["challenge"],
+                            "message": "Ask a parent to approve code %s" % " ".join(a["code"]),
+                            "timeout_ms": int(left_s * 1000)}
+
+    async def waiting_activations(self) -> list[dict]:
+        """The codes waiting for a parent: code, device_id, since, expires (epoch s)."""
+        return [{"code": a["code"], "device_id": a["device_id"], "since": a["created_at"],
+                 "expires": a["expires_at"]} for a in await self.store.waiting_activations()]
+
+    async def clear_activation(self, code: str) -> bool:
+        """Forget a waiting code (its device asks for a new one at its next OTA check)."""
+        cleared = await self.store.clear_activation(code)
+        if cleared:
+            log.info("activation code %s cleared by a parent", code)
+        return cleared
 
     async def activation_state(self, device_id: str | None, client_id: str | None) -> int:
         """The `activate` endpoint's answer: 200 bound, 202 waiting, 404 no code asked for."""

@@ -14,6 +14,7 @@ from .mqtt import MqttLink
 from .pacer import Pacer
 from .plane import ControlPlane
 from .store import Store
+from .store_devices import ActivationLimits
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,11 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     store = Store(db_target(config))
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
+    act = config["activation"]
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
-                      public_host=config["server"].get("public_host"))
+                      public_host=config["server"].get("public_host"), activation_ttl_s=float(act["ttl_s"]),
+                      activation_limits=ActivationLimits(int(act["max_waiting"]), int(act["per_address"]),
+                                                         int(act["per_prefix"])))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
     plane = ControlPlane(registry, store, make_link, devices, pacer, node_id)
     token = ctl.get("api_token")
