@@ -141,8 +141,18 @@ DEFAULTS = {
         # it refuses anonymous clients and checks each device's credentials and topics.
         "url": None,
         "port": 1883,
-        # Server secret, password file and ACL (0600); empty: `mqtt` beside control.db_path.
+        # Server secret and the device logins of the broker started here (0600);
+        # empty: `mqtt` beside control.db_path.
         "auth_dir": None,
+        # The broker's dynamic security admin (mosquitto 2's plugin): every node
+        # provisions and revokes device logins with it. For the broker started
+        # here the user defaults to xiaozhi-admin and the password is derived from
+        # the server secret; for mqtt.url without them no device gets a login there.
+        "admin_user": None,
+        "admin_password": None,
+        # A broker that takes anonymous clients or wrong passwords stops the
+        # server at start unless this is true (a test's broker, a closed network).
+        "allow_open_broker": False,
     },
     "control": {
         # The parents' API and its store (authoritative for schedules): the SQLite

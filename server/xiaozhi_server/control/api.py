@@ -40,6 +40,7 @@ def routes():
         ("PUT", PREFIX + "/schedules/{alarm_id}", "update_schedule"),
         ("DELETE", PREFIX + "/schedules/{alarm_id}", "delete_schedule"),
         ("POST", PREFIX + "/credentials", "provision"),
+        ("DELETE", PREFIX + "/credentials", "revoke"),
         ("GET", "/api/activations", "list_activations"),
         ("POST", "/api/activations/{code}", "approve"),
         ("DELETE", "/api/activations/{code}", "clear_activation"),
@@ -203,6 +204,12 @@ class ControlApi:
         if self.plane.devices is None:
             raise NotFound("this server keeps no device credentials")
         return web.json_response(await self.plane.devices.provision(device_id), dumps=_dumps)
+
+    async def revoke(self, request):
+        device_id = checks.device_id(self._path(request, "device_id"))
+        if self.plane.devices is None or not await self.plane.devices.revoke(device_id):
+            raise NotFound("device %s has no credentials here" % device_id)
+        return web.Response(status=204)
 
     async def approve(self, request):
         code = self._path(request, "code")

@@ -2,9 +2,18 @@
 and the activation codes a device shows until a parent approves it.
 
     devices = Devices(store, credentials, broker, auth_on=True, public_host=None)
-    await devices.start()                       # broker files from the store
+    await devices.start()                       # the broker's logins checked
     creds = await devices.provision("kid1")     # a parent's CLI / API call
+    await devices.revoke("kid1")                # its broker login gone, nobody else's
     kind, what = await devices.ota_grant(device_id, client_id, token)
+
+A device's broker password is random, made whenever it is handed out
+(provisioning, an OTA answer that grants credentials) and set in the
+broker through its dynamic security plugin (control/dynsec.py), which
+keeps only its hash: the one handed out last is the one that works. A
+broker this server cannot manage (no admin login) checks nothing: the
+answer then carries the password derived from the server secret, and
+says `broker_enforces: false`.
 
 The policy (docs/security.md):
 - A parent provisions a device through the control API (the CLI's
@@ -22,7 +31,6 @@ The policy (docs/security.md):
   told to come back later (`("busy", why)`). A parent sees the waiting codes
   and can clear one.
 """
-import asyncio
 import ipaddress
 import logging
 import re
@@ -75,19 +83,20 @@ class Devices:
         self.public_host = public_host
         self.activation_ttl_s = activation_ttl_s
         self.activation_limits = activation_limits
-        self._files = asyncio.Lock()
 
     async def start(self) -> None:
-        """Write the broker's files for every known device and have it read them."""
-        await self._sync()
-
-    async def _sync(self):
-        """Write the broker's files for every known device; return once the
-        broker has read them (a device given its login next can connect)."""
-        async with self._files:
-            ids = await self.store.device_ids()
-            await asyncio.to_thread(self.creds.write_broker_files, ids)
-            await self.broker.reload()
+        """The server's role on the broker; devices provisioned before the
+        broker kept logins get theirs, with the password their boards hold
+        (derived from the server secret)."""
+        dyn = self.broker.dynsec
+        if dyn is None:
+            return
+        await dyn.ensure_server_role(self.broker.username)
+        users = await dyn.users()
+        for device_id in await self.store.device_ids():
+            if self.creds.mqtt_user(device_id) not in users:
+                await dyn.set_device(device_id, self.creds.mqtt_password(device_id))
+                log.info("device %s: its broker login moved to the broker's own list", device_id)
 
     # ---- credentials ----
 
@@ -95,21 +104,37 @@ class Devices:
         """A device's own WebSocket token (the transport's auth check asks)."""
         return self.creds.token_valid(device_id, token)
 
-    def credentials(self, device_id: str) -> dict:
+    async def credentials(self, device_id: str) -> dict:
+        """The device's credentials, with a new broker password the broker
+        takes from now on (the one handed out before stops working)."""
+        dyn = self.broker.dynsec
+        if dyn is None:
+            password = self.creds.mqtt_password(device_id)
+        else:
+            password = secrets.token_urlsafe(24)
+            await dyn.set_device(device_id, password)
         host = self.public_host or self.broker.host
         return {"device_id": device_id,
                 "mqtt": {"url": "mqtt://%s:%d" % (host, self.broker.port),
-                         "username": self.creds.mqtt_user(device_id),
-                         "password": self.creds.mqtt_password(device_id)},
+                         "username": self.creds.mqtt_user(device_id), "password": password},
                 "token": self.creds.device_token(device_id),
-                "broker_enforces": self.broker.authenticated}
+                "broker_enforces": dyn is not None}
 
     async def provision(self, device_id: str, client_id: str | None = None, via: str = "provisioned") -> dict:
-        """Record the device (the broker learns its user at once) and its credentials."""
+        """Record the device and give it credentials (the broker takes its login at once)."""
         if await self.store.add_device(device_id, client_id, via):
-            await self._sync()
             log.info("device %s provisioned (%s)", device_id, via)
-        return self.credentials(device_id)
+        return await self.credentials(device_id)
+
+    async def revoke(self, device_id: str) -> bool:
+        """Forget the device: its broker login goes (the broker closes its
+        connection), every other device keeps its own. False if unknown."""
+        known = await self.store.remove_device(device_id)
+        dyn = self.broker.dynsec
+        removed = await dyn.remove_device(device_id) if dyn is not None else False
+        if known or removed:
+            log.info("device %s revoked", device_id)
+        return known or removed
 
     # ---- the OTA endpoint's questions ----
 
@@ -128,7 +153,7 @@ class Devices:
             return "granted", await self.provision(device_id, via="token")
         dev = await self.store.get_device(device_id)
         if dev is not None and client_id and dev["client_id"] and secrets.compare_digest(dev["client_id"], client_id):
-            return "granted", self.credentials(device_id)
+            return "granted", await self.credentials(device_id)
         if not client_id:
             return "activate", None
         a = await self.store.activation_of(device_id, client_id)
@@ -183,6 +208,5 @@ class Devices:
         a = await self.store.approve_activation(code)
         if a is None:
             return None
-        await self._sync()
         log.info("device %s activated with code %s", a["device_id"], code)
         return a["device_id"]

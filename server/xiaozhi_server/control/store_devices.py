@@ -52,6 +52,14 @@ class DeviceRecords:
             return new
         return await self._run(add)
 
+    async def remove_device(self, device_id):
+        """Forget a device and its activations; True when it was known."""
+        def remove():
+            with self._db.transaction():
+                self._db.execute("DELETE FROM activations WHERE device_id=?", (device_id,))
+                return self._db.execute("DELETE FROM devices WHERE device_id=?", (device_id,)).rowcount > 0
+        return await self._run(remove)
+
     # ---- activation codes ----
 
     async def activation_of(self, device_id, client_id):

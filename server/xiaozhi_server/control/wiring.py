@@ -34,16 +34,18 @@ def db_target(config: dict) -> str:
 
 
 def auth_dir(config: dict) -> str:
-    """Where the server secret, the broker's password file and ACL live
-    (mqtt.auth_dir; default: `mqtt` beside the control database)."""
+    """Where the server secret and the broker's device logins (the broker
+    started here) live (mqtt.auth_dir; default: `mqtt` beside the control database)."""
     return config["mqtt"].get("auth_dir") or os.path.join(os.path.dirname(_db_path(config)) or ".", "mqtt")
 
 
 def broker(config: dict) -> Broker:
     """The Broker: the configured one (mqtt.url), else one started here on
-    loopback that checks the credentials made from the server secret."""
+    loopback that keeps the device logins (dynamic security)."""
     creds = Credentials(auth_dir(config)).load()
-    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds)
+    m = config["mqtt"]
+    return Broker(m.get("url"), m.get("port"), creds, admin_user=m.get("admin_user"),
+                  admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")))
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
@@ -87,3 +89,5 @@ async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:
         creds.adopt(secret)
         if not broker.configured:
             broker.password = creds.server_password()
+            if not broker.admin_password_configured:
+                broker.admin_password = creds.admin_password()

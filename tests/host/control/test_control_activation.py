@@ -54,6 +54,9 @@ async def test_an_approved_device_gets_credentials_that_work(start_control):
     _, again = await ota(api, {"Device-Id": KID["Device-Id"], "Client-Id": "reflashed",
                                "Authorization": "Bearer " + token})
     assert again["websocket"]["token"] == token
+    # Each grant sets a new random broker password; the one handed out last works.
+    assert again["control_mqtt"]["password"] != login["password"]
+    login = again["control_mqtt"]
 
     # The token opens a voice session for this device only.
     async with WireDevice(api.server.ws.url, device_id=KID["Device-Id"], token=token, mcp=False) as dev:
