@@ -112,3 +112,15 @@ async def test_a_broker_that_takes_anonymous_clients_or_wrong_passwords_is_refus
         assert "accepts an anonymous client" in str(e.value) and "allow_open_broker" in str(e.value)
     finally:
         open_broker.stop()
+
+
+async def test_a_device_of_the_file_based_era_keeps_the_login_its_board_holds(api):
+    server = api.server
+    devices = server.control.devices
+    await server.control.store.add_device("old-kid", None, "provisioned")     # recorded, never in the broker
+    user, password = devices.creds.mqtt_user("old-kid"), devices.creds.mqtt_password("old-kid")
+    assert await _refused(server.broker.port, user, password)
+    await devices.start()                       # what the next start does
+    async with MqttDevice(server.broker.port, "old-kid", username=user, password=password) as dev:
+        status, sent = await api.post("/api/devices/old-kid/tasks", LESSON)
+        assert status == 202 and (await dev.next_request())[1]["header"]["req_id"] == sent["req_id"]
