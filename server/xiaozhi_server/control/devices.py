@@ -37,6 +37,7 @@ import re
 import secrets
 import time
 
+from ..logthrottle import LogThrottle
 from .store_devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class Devices:
         self.public_host = public_host
         self.activation_ttl_s = activation_ttl_s
         self.activation_limits = activation_limits
+        self.log_throttle = LogThrottle(log)     # a caller over a limit may ask again and again
 
     async def start(self) -> None:
         """The server's role on the broker; devices provisioned before the
@@ -172,7 +174,8 @@ class Devices:
                     why = {SOURCE_FULL: "too many activation codes wait for this address",
                            PREFIX_FULL: "too many activation codes wait for device ids like this one"}.get(
                         added, "too many activation codes wait for approval")
-                    log.warning("no activation code for %s from %s: %s", device_id, source, why)
+                    self.log_throttle.log(logging.WARNING, ("activation refused", added),
+                                          "no activation code for %s from %s: %s", device_id, source, why)
                     return "busy", why
             else:
                 return "busy", "no free activation code"
