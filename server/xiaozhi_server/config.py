@@ -141,8 +141,18 @@ DEFAULTS = {
         # it refuses anonymous clients and checks each device's credentials and topics.
         "url": None,
         "port": 1883,
-        # Server secret, password file and ACL (0600); empty: `mqtt` beside control.db_path.
+        # Server secret and the device logins of the broker started here (0600);
+        # empty: `mqtt` beside control.db_path.
         "auth_dir": None,
+        # The broker's dynamic security admin (mosquitto 2's plugin): every node
+        # provisions and revokes device logins with it. For the broker started
+        # here the user defaults to xiaozhi-admin and the password is derived from
+        # the server secret; for mqtt.url without them no device gets a login there.
+        "admin_user": None,
+        "admin_password": None,
+        # A broker that takes anonymous clients or wrong passwords stops the
+        # server at start unless this is true (a test's broker, a closed network).
+        "allow_open_broker": False,
     },
     "control": {
         # The parents' API and its store (authoritative for schedules): the SQLite
@@ -164,6 +174,16 @@ DEFAULTS = {
         "default_timezone": "Asia/Shanghai",
         # Usage per day (talk time, lessons, translations) older than this is deleted.
         "usage_retention_days": 90,
+    },
+    # Activation codes a device shows until a parent approves it (with auth.tokens):
+    # how long one lives, and how many may wait in all, per caller address
+    # (an IPv6 /64) and per device-id prefix (a MAC's first three octets).
+    # Behind a reverse proxy every device has the proxy's address: raise per_address.
+    "activation": {
+        "ttl_s": 600,
+        "max_waiting": 100,
+        "per_address": 10,
+        "per_prefix": 20,
     },
     # Nodes sharing one store and one broker (docs/deploy.md). A node says it
     # lives every heartbeat_s; one silent for node_ttl_s is dropped (on
@@ -271,7 +291,7 @@ def check(cfg: dict) -> None:
     workers = cfg.get("server", {}).get("workers", "auto")
     if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
-    for section in ("limits", "fleet"):
+    for section in ("limits", "fleet", "activation"):
         for key, value in (cfg.get(section) or {}).items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))

@@ -122,3 +122,46 @@ async def test_an_unset_clock_judges_no_age():
     c, ran, sent = _counting(None, _Clock(946684800))   # the DS3231 after a battery change: 2000-01-01
     await c.on_message(c.topics[0], _request("r-old", (NOW - 86400) * 1000))
     t.eq(ran, ["r-old"])
+
+
+def _from(sender, rid, ts):
+    req = json.loads(_request(rid, ts))
+    if sender is not None:
+        req["header"]["sender"] = sender
+    return json.dumps(req).encode()
+
+
+async def test_a_request_older_than_the_newest_handled_never_runs_again():
+    # Issue 27: the ring forgets after 16, the newest timestamp per sender does not.
+    path = t.tmpdir("newest") + "/nvs.json"
+    c, ran, sent = _counting(_board_store(path), _Clock(NOW))
+    await c.on_message(c.topics[0], _from("node-a", "kept", NOW * 1000))
+    for i in range(20):
+        await c.on_message(c.topics[0], _from("node-a", "r-%d" % i, NOW * 1000 + 1 + i))
+    t.eq(len(ran), 21)
+    c, ran, sent = _counting(_board_store(path), _Clock(NOW + 60))   # a reboot
+    await c.on_message(c.topics[0], _from("node-a", "kept", NOW * 1000))   # retained: back at connect
+    await c.on_message(c.topics[0], _from("node-a", "r-0", NOW * 1000 + 1))
+    t.eq(ran, [])
+    t.eq([(a["req_id"], a["code"], a["reason"]) for a in sent],
+         [("kept", proto.ACK_REFUSED, "replayed"), ("r-0", proto.ACK_REFUSED, "replayed")])
+    await c.on_message(c.topics[0], _from("node-a", "kept", NOW * 1000))   # re-delivered: acked once
+    t.eq(len(sent), 2)
+    # Another sender's clock is its own; one in seconds compares as ms; the same ms runs.
+    await c.on_message(c.topics[0], _from("node-b", "b-1", NOW * 1000 - 5000))
+    await c.on_message(c.topics[0], _from(None, "anon-1", NOW))
+    await c.on_message(c.topics[0], _from(None, "anon-0", NOW - 1))
+    await c.on_message(c.topics[0], _from("node-a", "same-ms", NOW * 1000 + 20))
+    t.eq(ran, ["b-1", "anon-1", "same-ms"])
+
+
+async def test_the_newest_per_sender_is_kept_for_eight_senders():
+    path = t.tmpdir("senders") + "/nvs.json"
+    c, ran, _ = _counting(_board_store(path), _Clock(NOW))
+    for i in range(control.SENDERS + 1):       # node-0 is the one heard from longest ago
+        await c.on_message(c.topics[0], _from("node-%d" % i, "n-%d" % i, NOW * 1000 + i))
+    c, ran, sent = _counting(_board_store(path), _Clock(NOW))
+    for i in range(control.SENDERS, -1, -1):   # node-0 last: it is no longer known
+        await c.on_message(c.topics[0], _from("node-%d" % i, "old-%d" % i, NOW * 1000 - 1))
+    t.eq(ran, ["old-0"])
+    t.eq(len(sent), control.SENDERS + 1)

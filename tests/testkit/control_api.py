@@ -14,7 +14,8 @@ def control_config(db_path, broker_url=None, mqtt_port=None, **sections):
     Other keyword arguments are `control` settings, or whole sections (dicts)."""
     control = {k: v for k, v in sections.items() if not isinstance(v, dict)}
     others = {k: v for k, v in sections.items() if isinstance(v, dict)}
-    mqtt = {"url": broker_url} if broker_url else {"port": mqtt_port or free_port()}
+    # The test broker takes anonymous clients (testkit/mosquitto.py): allowed, with a warning.
+    mqtt = {"url": broker_url, "allow_open_broker": True} if broker_url else {"port": mqtt_port or free_port()}
     return server_config(mqtt=mqtt, control=dict({"db_path": str(db_path), "reconnect_max_s": 0.5}, **control),
                          **others)
 

@@ -36,6 +36,7 @@ NODE_CONFIG = """
 tts: {type: espeak, voice: en-us}
 session: {language: en}
 control: {api_token: %s}
+mqtt: {allow_open_broker: true}
 """ % API_TOKEN
 API_HEADERS = {"Authorization": "Bearer " + API_TOKEN}
 

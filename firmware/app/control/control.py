@@ -14,9 +14,15 @@
 #   first), else reported on rpt/state.
 # A req_id seen among the last RECENT requests is not executed again and
 # not acked again (the broker re-delivers QoS 1 messages, and a retained
-# request comes back at every connect). The ring survives reboots: a short
-# digest of each req_id, kept as one record in NVS (`store`, the firmware's
-# RecordStore), written once per new request.
+# request comes back at every connect). Beyond the ring, the board keeps
+# the newest header timestamp it handled from each sender (header.sender,
+# a server node; absent: one anonymous sender), for the SENDERS most recent
+# senders: a request older than that is refused `replayed`, not run, however
+# many requests came between (a sender stamps its requests in the order it
+# publishes them; the server re-sends with a new req_id and timestamp).
+# Both survive reboots: short digests of req_ids and senders, kept as one
+# record in NVS (`store`, the firmware's RecordStore), written once per new
+# request.
 # A request whose header timestamp (unix ms, or s when below 1e11) is more
 # than STALE_S older than our clock is refused as stale, not run: a "start
 # now" must not fire at the next boot. Only when the clock is set (after
@@ -35,6 +41,7 @@ except ImportError:  # CPython
         return x
 
 RECENT = const(16)
+SENDERS = const(8)             # the newest timestamp is kept for this many senders
 STALE_S = const(900)           # generous: the simulated board's clock may run fast
 CLOCK_SET = const(1700000000)  # 2023-11: a clock before this has not been set
 REC_SEEN = "req_seen"
@@ -48,6 +55,10 @@ def _digest(rid):
 
 def _seconds(ts):
     return ts // 1000 if ts > 100000000000 else ts
+
+
+def _millis(ts):
+    return ts if ts > 100000000000 else ts * 1000
 
 
 def _scan_req_id(head):
@@ -92,6 +103,7 @@ class Control:
         self.on_ack = None               # fn(req_id, action, code, reason, message), for events
         self._recent = [None] * RECENT   # ring of digests of recent req_ids
         self._at = 0
+        self._newest = {}                # digest of a sender -> newest handled timestamp (ms)
         self._load()
         self.ack_topic = proto.topic(proto.TOPIC_RPT_ACK, device_id)
         self.state_topic = proto.topic(proto.TOPIC_RPT_STATE, device_id)
@@ -112,19 +124,50 @@ class Control:
                 self._recent[i] = ids[i]
             at = rec.get("at")
             self._at = len(ids) if len(ids) < RECENT else (at % RECENT if isinstance(at, int) else 0)
+        newest = rec.get("newest") if isinstance(rec, dict) else None
+        if isinstance(newest, dict):
+            for k in newest:
+                if isinstance(k, str) and isinstance(newest[k], int) and len(self._newest) < SENDERS:
+                    self._newest[k] = newest[k]
 
-    def _seen(self, rid):
+    def _seen(self, rid, header=None):
+        """True for a req_id in the ring; else it joins the ring, and a
+        request's header (sender, timestamp) moves its sender's newest."""
         d = _digest(rid)
         if d in self._recent:
             return True
         self._recent[self._at] = d
         self._at = (self._at + 1) % RECENT
+        if header is not None and header.get("timestamp") is not None:
+            self._handled(header)
         if self._store is not None:
             try:
-                self._store.put(REC_SEEN, {"ids": [i for i in self._recent if i], "at": self._at})
+                self._store.put(REC_SEEN, {"ids": [i for i in self._recent if i], "at": self._at,
+                                           "newest": self._newest})
             except Exception as e:
                 _log.warn("handled request %s not saved: %r", rid, e)
         return False
+
+    def _handled(self, header):
+        key = _digest(header.get("sender") or "")
+        ts = _millis(header["timestamp"])
+        if self._newest.get(key, -1) >= ts:
+            return
+        if key not in self._newest and len(self._newest) >= SENDERS:
+            oldest = None
+            for k in self._newest:       # the sender heard from longest ago makes room
+                if oldest is None or self._newest[k] < self._newest[oldest]:
+                    oldest = k
+            del self._newest[oldest]
+        self._newest[key] = ts
+
+    def _replayed(self, header):
+        """True when a newer request of the same sender was handled already."""
+        ts = header.get("timestamp")
+        if ts is None:
+            return False
+        newest = self._newest.get(_digest(header.get("sender") or ""))
+        return newest is not None and _millis(ts) < newest
 
     def _age(self, req):
         """Seconds since the request was made, when both its timestamp and our clock say; else None."""
@@ -187,8 +230,13 @@ class Control:
                 await self.ack(rid, proto.ACK_REFUSED, "request is for device %s" % req["header"]["device_id"],
                                action=action, reason="wrong_device")
             return
-        if self._seen(rid):
+        replayed = self._replayed(req["header"])
+        if self._seen(rid, req["header"]):
             _log.info("duplicate request %s ignored", rid)
+            return
+        if replayed:
+            await self.ack(rid, proto.ACK_REFUSED, "older than the newest request handled from its sender: not run",
+                           action=action, reason="replayed")
             return
         age = self._age(req)
         if age is not None and age > STALE_S:

@@ -41,7 +41,10 @@ def routes():
         ("PUT", PREFIX + "/schedules/{alarm_id}", "update_schedule"),
         ("DELETE", PREFIX + "/schedules/{alarm_id}", "delete_schedule"),
         ("POST", PREFIX + "/credentials", "provision"),
+        ("DELETE", PREFIX + "/credentials", "revoke"),
+        ("GET", "/api/activations", "list_activations"),
         ("POST", "/api/activations/{code}", "approve"),
+        ("DELETE", "/api/activations/{code}", "clear_activation"),
         ("GET", "/api/nodes", "nodes"),
         ("GET", "/api/devices", "list_devices"),
         ("PATCH", PREFIX, "rename_device"),
@@ -226,6 +229,12 @@ class ControlApi(CareApi):
             raise NotFound("this server keeps no device credentials")
         return web.json_response(await self.plane.devices.provision(device_id), dumps=_dumps)
 
+    async def revoke(self, request):
+        device_id = checks.device_id(self._path(request, "device_id"))
+        if self.plane.devices is None or not await self.plane.devices.revoke(device_id):
+            raise NotFound("device %s has no credentials here" % device_id)
+        return web.Response(status=204)
+
     async def approve(self, request):
         code = self._path(request, "code")
         if self.plane.devices is None or not code.isdigit():
@@ -265,6 +274,16 @@ class ControlApi(CareApi):
     async def usage(self, request):
         return web.json_response(await self.plane.usage(self._path(request, "device_id"),
                                                         request.query.get("days")), dumps=_dumps)
+
+    async def list_activations(self, request):
+        waiting = await self.plane.devices.waiting_activations() if self.plane.devices is not None else []
+        return web.json_response({"waiting": waiting}, dumps=_dumps)
+
+    async def clear_activation(self, request):
+        code = self._path(request, "code")
+        if self.plane.devices is None or not code.isdigit() or not await self.plane.devices.clear_activation(code):
+            raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
+        return web.Response(status=204)
 
     async def nodes(self, request):
         return web.json_response({"this_node": self.plane.node_id, "nodes": await self.plane.nodes()}, dumps=_dumps)

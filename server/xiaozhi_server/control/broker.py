@@ -6,15 +6,22 @@ listens yet. The broker it started is stopped with the server; one that was
 already running (another server, a system service) is left alone, with a
 warning: this server cannot give it device credentials.
 
-The broker started here refuses anonymous clients and reads the password
-file and ACL that credentials.py writes; `reload()` makes it read them again
-(SIGHUP) and returns once it has, so a device given them a moment later can
-connect. It binds each client id to the login (`use_username_as_clientid`):
+The broker started here refuses anonymous clients and keeps the device
+logins itself: mosquitto's dynamic security plugin, which every node
+manages over MQTT with the admin login (control/dynsec.py; its file is
+`dynamic-security.json` in mqtt.auth_dir). A configured broker is managed
+the same way when mqtt.admin_user and mqtt.admin_password are set.
+Whatever the broker, the server checks at start that it refuses an
+anonymous client and a wrong password, and refuses to start if not
+(`mqtt.allow_open_broker: true` lets it go on, with a warning, for a
+broker that must stay open: a test's, a closed network's).
+It binds each client id to the login (`use_username_as_clientid`):
 a device's client id is its user name whatever it sends, so one device
 cannot take another's broker session by sending its client id. The
 server's own link connects on a loopback port that only its login may use
 (`server_address()`), so nothing logging in as the server elsewhere takes
-the link's session. It ends with
+the link's session; that port checks a password file of the server's
+login alone, written beside the broker's config. It ends with
 the server, even one killed with SIGKILL (setpriv --pdeathsig): a broker left
 behind would hold the port with the old files and no one to reload it.
 
@@ -31,12 +38,14 @@ import pwd
 import random
 import re
 import shutil
-import signal
 import socket
 import tempfile
 import urllib.parse
 
+import aiomqtt
+
 from .. import protocol as proto
+from . import dynsec
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +56,7 @@ START_ATTEMPTS = 3
 MAX_PACKET_BYTES = proto.MQTT_MAX_PAYLOAD + 1024     # the payload, its topic and the header
 LOG_POLL_S = 0.25
 _TAKEOVER = re.compile(r"Client (\S+) already connected, closing old connection")
-_RELOADED = "Reloading config."
+DEFAULT_ADMIN_USER = "xiaozhi-admin"
 DEVICE_USER_PREFIX = "d."       # credentials.mqtt_user: "d." + the percent-encoded device id
 
 
@@ -105,16 +114,24 @@ def listening(host, port, timeout=0.2):
 
 
 class Broker:
-    def __init__(self, url=None, port=None, credentials=None):
-        """credentials: a loaded credentials.Credentials for the broker started
-        here (the server's own user, the password file and the ACL)."""
+    def __init__(self, url=None, port=None, credentials=None, admin_user=None, admin_password=None,
+                 allow_open=False):
+        """credentials: a loaded credentials.Credentials (the server's own
+        login and the admin's on the broker started here); admin_user and
+        admin_password: the dynamic security admin (default for the broker
+        started here: "xiaozhi-admin", its password derived from the secret)."""
         self.configured = bool(url)
         self.host, self.port, self.username, self.password = parse_url(
             url or "mqtt://%s:%d" % (DEFAULT_HOST, port or DEFAULT_PORT))
         self.credentials = credentials
+        self.allow_open = allow_open
+        self.admin_user = admin_user or DEFAULT_ADMIN_USER
+        self.admin_password = admin_password
+        self.admin_password_configured = bool(admin_password)
         if not self.configured and credentials is not None:
             from .credentials import SERVER_USER
             self.username, self.password = SERVER_USER, credentials.server_password()
+            self.admin_password = admin_password or credentials.admin_password()
         self._proc = None
         self._dir = None
         self.log_path = None
@@ -122,8 +139,8 @@ class Broker:
         self.on_takeover = None     # fn(device_id): a session takeover the broker logged
         self.takeovers = 0
         self._log_at = 0            # how far the log has been read
-        self._reloads = 0           # "Reloading config." lines read so far
         self._reader = None
+        self._dynsec = None
 
     @property
     def url(self):
@@ -141,24 +158,33 @@ class Broker:
         return self._proc is not None
 
     @property
+    def dynsec(self):
+        """The broker's device logins (dynsec.DynSec), or None when this server
+        cannot manage them (a broker it did not start, without an admin login)."""
+        if self._dynsec is None and self.admin_password and (self.started_here or self.configured):
+            self._dynsec = dynsec.DynSec(self.host, self.port, self.admin_user, self.admin_password)
+        return self._dynsec
+
+    @property
     def authenticated(self):
-        """True when this broker enforces our device credentials and ACL."""
-        return self.started_here and self.credentials is not None
+        """True when this broker keeps our device logins and their ACLs."""
+        return self.dynsec is not None
 
     async def start(self):
-        if self.configured:
-            return self
+        if not self.configured:
+            await self._start_here()
+        await self.check_refuses_strangers()
+        return self
+
+    async def _start_here(self):
         if listening(self.host, self.port):
             log.warning("MQTT: something already listens on %s:%d; using it, but this server did not start it, "
-                        "so it does not check device credentials or the ACL (stop it, or set mqtt.port)",
+                        "so it cannot give devices logins there (stop it, or set mqtt.port)",
                         self.host, self.port)
             return self
         exe = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
         if exe is None:
             raise BrokerError("no MQTT broker: install Debian's mosquitto (make setup does) or set MQTT_URL")
-        if self.credentials is not None and not os.path.exists(self.credentials.passwd_path):
-            # First start: the server's own user; devices follow once the store is open.
-            await asyncio.to_thread(self.credentials.write_broker_files, [])
         self._dir = tempfile.mkdtemp(prefix="xiaozhi-mqtt-")
         conf = os.path.join(self._dir, "mosquitto.conf")
         self.log_path = os.path.join(self._dir, "mosquitto.log")
@@ -217,35 +243,53 @@ class Broker:
             self.link_port = _free_loopback_port()
         server_passwd = os.path.join(self._dir, "passwd-server")
         write_private(server_passwd, "%s:%s\n" % (SERVER_USER, password_hash(self.credentials.server_password())))
-        files = "password_file %s\nacl_file %s\n" % (os.path.abspath(self.credentials.passwd_path),
-                                                      os.path.abspath(self.credentials.acl_path))
+        server_acl = os.path.join(self._dir, "acl-server")
+        write_private(server_acl, "user %s\ntopic write snlp/v1/+/cmd/#\ntopic read snlp/v1/+/rpt/#\n" % SERVER_USER)
+        try:
+            plugin = dynsec.plugin_path()
+            dynsec.prepare_file(self.credentials.dynsec_path, self.admin_user, self.admin_password,
+                                SERVER_USER, self.credentials.server_password())
+        except dynsec.DynSecError as e:
+            raise BrokerError(str(e))
+        logins = "plugin %s\nplugin_opt_config_file %s\n" % (plugin, os.path.abspath(self.credentials.dynsec_path))
         # Started by root, mosquitto would switch to its own user and lose
         # the 0600 files: it runs as whoever runs the server.
         return ("user %s\nper_listener_settings true\n"
                 "listener %d %s\nallow_anonymous false\nuse_username_as_clientid true\n%s"
                 "listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\nacl_file %s\n"
-                % (pwd.getpwuid(os.getuid()).pw_name, self.port, self.host, files, self.link_port, server_passwd,
-                   os.path.abspath(self.credentials.acl_path)))
+                % (pwd.getpwuid(os.getuid()).pw_name, self.port, self.host, logins, self.link_port, server_passwd,
+                   server_acl))
 
-    async def reload(self, timeout_s=5.0):
-        """Have the broker started here read its password file and ACL again,
-        and wait until it has (its log says so). False when it is not ours
-        (nothing to reload) or did not within timeout_s."""
-        if not self.authenticated or self._proc.returncode is not None:
-            return False
-        self._read_log()
-        before = self._reloads
-        self._proc.send_signal(signal.SIGHUP)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        # mosquitto prints the line, then reloads in the same turn of its one
-        # loop: a connection made after the line is read is checked anew.
-        while self._read_log() or self._reloads == before:
-            if loop.time() > deadline or self._proc.returncode is not None:
-                log.warning("MQTT broker did not reload its credentials within %.0f s", timeout_s)
-                return False
-            await asyncio.sleep(0.01)
-        return True
+    async def check_refuses_strangers(self):
+        """Connect anonymously and with a wrong password: a broker that takes
+        either would let anyone read and send commands, so the server does
+        not start on it (unless mqtt.allow_open_broker). A broker that cannot
+        be reached is left to the link's reconnects."""
+        wrong = "wrong-" + os.urandom(9).hex()
+        for what, user, password in (("an anonymous client", None, None),
+                                     ("a wrong password", self.username or "xiaozhi-check", wrong)):
+            try:
+                async with aiomqtt.Client(self.host, self.port, username=user, password=password,
+                                          identifier="xiaozhi-check-" + os.urandom(4).hex(), timeout=5):
+                    accepted = True
+            except aiomqtt.MqttCodeError:
+                accepted = False
+            except (aiomqtt.MqttError, OSError) as e:
+                log.warning("MQTT: could not check that the broker at %s:%d refuses strangers: %s",
+                            self.host, self.port, e)
+                return
+            if not accepted:
+                continue
+            if self.allow_open:
+                log.warning("MQTT: the broker at %s:%d accepts %s: anyone who reaches it can read and send "
+                            "commands (allowed by mqtt.allow_open_broker)", self.host, self.port, what)
+                return
+            await self.stop()
+            raise BrokerError("the MQTT broker at %s:%d accepts %s, so anyone who reaches it could read the "
+                              "children's devices and send them commands: configure it to refuse anonymous "
+                              "clients and check passwords (mosquitto: allow_anonymous false and its dynamic "
+                              "security plugin), or set mqtt.allow_open_broker: true for a broker that must "
+                              "stay open" % (self.host, self.port, what))
 
     # ---- its log ----
 
@@ -274,9 +318,6 @@ class Broker:
         except OSError:
             return False
         for line in data[:end].decode("utf-8", "replace").splitlines():
-            if _RELOADED in line:
-                self._reloads += 1
-                continue
             m = _TAKEOVER.search(line)
             if m is not None:
                 self.takeovers += 1

@@ -9,6 +9,8 @@ API of a running server (so the server stays the one writer of the store):
     xiaozhi-server device show DEVICE_ID
     xiaozhi-server device provision DEVICE_ID [--write-config FIRMWARE_CONFIG_JSON]
     xiaozhi-server device approve CODE
+    xiaozhi-server device revoke DEVICE_ID
+    xiaozhi-server device codes | device clear CODE
     xiaozhi-server node list | node drain [NODE_ID] [--wait S]    (cli_nodes.py)
     (`devices` works as well as `device`)
 
@@ -86,6 +88,14 @@ def add_parsers(sub):
                    help="also write them into this firmware config.json (e.g. var/sim/config.json)")
     common(p)
     p = d.add_parser("approve", help="approve the activation code a device shows (binds it, hands it its credentials)")
+    p.add_argument("code")
+    common(p)
+    p = d.add_parser("revoke", help="delete a device's broker login (the others keep theirs) and forget it")
+    p.add_argument("device_id")
+    common(p)
+    p = d.add_parser("codes", help="the activation codes waiting for a parent")
+    common(p)
+    p = d.add_parser("clear", help="clear a waiting activation code nobody recognises")
     p.add_argument("code")
     common(p)
 
@@ -264,8 +274,8 @@ def _device_provision(args):
     print("  password : %s" % m["password"])
     print("  ws token : %s" % c["token"])
     if not c.get("broker_enforces"):
-        print("  note     : this server did not start its broker: give that broker the password file and ACL "
-              "it writes (docs/security.md)")
+        print("  note     : the broker does not check this login: give the server its dynamic security admin "
+              "(mqtt.admin_user, mqtt.admin_password; docs/api.md)")
     if args.write_config:
         _write_firmware_config(args.write_config, c)
         print("written into %s (mqtt.user, mqtt.password, token)" % args.write_config)
@@ -297,6 +307,28 @@ def _device_approve(args):
     return 0
 
 
+def _device_revoke(args):
+    _ok(*call(args, "DELETE", _dev(args.device_id) + "/credentials"))
+    print("revoked device %s: its broker login is gone" % args.device_id)
+    return 0
+
+
+def _device_codes(args):
+    waiting = _ok(*call(args, "GET", "/api/activations"))["waiting"]
+    for a in waiting:
+        print("%s  %-20s asked %s ago, expires in %d s" % (a["code"], a["device_id"], _ago(a["since"]),
+                                                           max(0, a["expires"] - time.time())))
+    if not waiting:
+        print("no activation code waits")
+    return 0
+
+
+def _device_clear(args):
+    _ok(*call(args, "DELETE", "/api/activations/" + urllib.parse.quote(args.code, safe="")))
+    print("cleared activation code %s" % args.code)
+    return 0
+
+
 def _ago(t):
     return "%d s" % max(0, time.time() - t)
 
@@ -304,6 +336,7 @@ def _ago(t):
 _RUN = {("task", "start"): _task_start, ("schedule", "add"): _schedule_add, ("schedule", "list"): _schedule_list,
         ("schedule", "delete"): _schedule_delete, ("device", "show"): _device_show,
         ("device", "provision"): _device_provision, ("device", "approve"): _device_approve,
+        ("device", "revoke"): _device_revoke, ("device", "codes"): _device_codes, ("device", "clear"): _device_clear,
         ("node", "list"): lambda a: cli_nodes.node_list(a, call, _ok),
         ("node", "drain"): lambda a: cli_nodes.node_drain(a, call, _ok)}
 

@@ -1,21 +1,23 @@
-"""Device credentials and the broker's password and ACL files.
+"""Device credentials derived from the server secret.
 
 One random server secret (a 0600 file in the control plane's state
-directory) derives everything, so nothing but the list of devices has to
-be stored:
+directory, shared by nodes through the store) derives the server's own
+broker password, the broker admin's unless one is configured, and each
+device's WebSocket token:
 
     creds = Credentials("var/mqtt").load()
-    creds.mqtt_user(device_id), creds.mqtt_password(device_id)
-    creds.device_token(device_id)          # the device's WebSocket token
-    creds.write_broker_files(device_ids)   # passwd + acl for mosquitto
+    creds.mqtt_user(device_id), creds.device_token(device_id)
+    creds.server_password(), creds.admin_password()
 
-mosquitto's password file separates user and hash with ':', and a device id
-is a MAC with colons, so a device's MQTT user name is its id with every
-character outside [A-Za-z0-9._-] percent-encoded, after "d.". The ACL names
-each device's topics literally (a `pattern` line could only substitute that
-encoded name, which is not the id in the topic): a device reads its own
-cmd/# and writes its own rpt/#; the server writes every cmd/# and reads
-every rpt/#. Anonymous clients are refused by the broker's config.
+A device's broker password is not derived: it is random, made when the
+device is provisioned and kept only by the broker (control/dynsec.py).
+mqtt_password() survives for brokers that check nothing (no admin login
+configured) and for devices provisioned before the broker kept logins,
+whose boards still hold it (dynsec.py moves them over at start).
+
+mosquitto's user names cannot hold every character of a device id (a MAC
+has colons), so a device's MQTT user name is its id with every character
+outside [A-Za-z0-9._-] percent-encoded, after "d.".
 """
 import base64
 import hashlib
@@ -53,8 +55,7 @@ class Credentials:
     def __init__(self, state_dir):
         self.dir = state_dir
         self.secret_path = os.path.join(state_dir, "secret")
-        self.passwd_path = os.path.join(state_dir, "passwd")
-        self.acl_path = os.path.join(state_dir, "acl")
+        self.dynsec_path = os.path.join(state_dir, "dynamic-security.json")
         self._secret = None
 
     def load(self):
@@ -97,6 +98,9 @@ class Credentials:
     def server_password(self):
         return self._derive("mqtt-server", "")
 
+    def admin_password(self):
+        return self._derive("mqtt-admin", "")
+
     def device_token(self, device_id):
         return "xzd1." + self._derive("ws", device_id, 43)
 
@@ -104,18 +108,3 @@ class Credentials:
         if not device_id or not token or not token.startswith("xzd1."):
             return False
         return hmac.compare_digest(token.encode(), self.device_token(device_id).encode())
-
-    # ---- the broker's files ----
-
-    def write_broker_files(self, device_ids):
-        """The password file (mosquitto's $7$ hashes) and the ACL for the server
-        and these devices; each replaced whole, readable by this user only."""
-        lines = ["%s:%s" % (SERVER_USER, _hash(self.server_password()))]
-        acl = ["# Written by xiaozhi-server from its device list: edits are lost.",
-               "user " + SERVER_USER, "topic write snlp/v1/+/cmd/#", "topic read snlp/v1/+/rpt/#"]
-        for d in sorted(device_ids):
-            user = mqtt_user(d)
-            lines.append("%s:%s" % (user, _hash(self.mqtt_password(d))))
-            acl += ["", "user " + user, "topic read snlp/v1/%s/cmd/#" % d, "topic write snlp/v1/%s/rpt/#" % d]
-        write_private(self.passwd_path, "\n".join(lines) + "\n")
-        write_private(self.acl_path, "\n".join(acl) + "\n")

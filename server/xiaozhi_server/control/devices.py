@@ -2,9 +2,18 @@
 and the activation codes a device shows until a parent approves it.
 
     devices = Devices(store, credentials, broker, auth_on=True, public_host=None)
-    await devices.start()                       # broker files from the store
+    await devices.start()                       # the broker's logins checked
     creds = await devices.provision("kid1")     # a parent's CLI / API call
+    await devices.revoke("kid1")                # its broker login gone, nobody else's
     kind, what = await devices.ota_grant(device_id, client_id, token)
+
+A device's broker password is random, made whenever it is handed out
+(provisioning, an OTA answer that grants credentials) and set in the
+broker through its dynamic security plugin (control/dynsec.py), which
+keeps only its hash: the one handed out last is the one that works. A
+broker this server cannot manage (no admin login) checks nothing: the
+answer then carries the password derived from the server secret, and
+says `broker_enforces: false`.
 
 The policy (docs/security.md):
 - A parent provisions a device through the control API (the CLI's
@@ -15,41 +24,85 @@ The policy (docs/security.md):
   an activation code and nothing secret; `devices approve CODE` binds it.
 - With no tokens configured (the loopback default) the OTA answer carries
   nothing secret: devices are provisioned by a parent.
+- Waiting codes expire (`activation.ttl_s`) and are limited in all, per
+  source address (an IPv6 address counts as its /64, which one host may
+  hold whole) and per device-id prefix (a MAC's first three octets), so an
+  unknown caller cannot take every waiting place; a caller over a limit is
+  told to come back later (`("busy", why)`). A parent sees the waiting codes
+  and can clear one.
 """
-import asyncio
+import ipaddress
 import logging
+import re
 import secrets
+import time
+
+from ..logthrottle import LogThrottle
+from .store_devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
 
 log = logging.getLogger(__name__)
 
 ACTIVATION_TTL_S = 600
 CODE_DIGITS = 6
+_MAC = re.compile(r"^([0-9a-fA-F]{2})[:-]?([0-9a-fA-F]{2})[:-]?([0-9a-fA-F]{2})[:-]?[0-9a-fA-F]{2}[:-]?"
+                  r"[0-9a-fA-F]{2}[:-]?[0-9a-fA-F]{2}$")
+PREFIX_CHARS = 8       # the prefix of a device id that is not a MAC
+
+
+def id_prefix(device_id: str) -> str:
+    """The part of a device id a maker shares: a MAC's first three octets
+    (its OUI), else the first PREFIX_CHARS characters."""
+    m = _MAC.match(device_id)
+    if m:
+        return ":".join(m.groups()).lower()
+    return device_id[:PREFIX_CHARS]
+
+
+def source_key(address: str | None) -> str | None:
+    """The address an activation is counted against: an IPv4 address, or the
+    /64 of an IPv6 one (an IPv4-mapped one as IPv4)."""
+    if not address:
+        return None
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return address[:64]
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.version == 6:
+        return str(ipaddress.ip_network((ip, 64), strict=False))
+    return str(ip)
 
 
 class Devices:
-    def __init__(self, store, credentials, broker, auth_on=False, public_host=None):
+    def __init__(self, store, credentials, broker, auth_on=False, public_host=None,
+                 activation_ttl_s=ACTIVATION_TTL_S, activation_limits=ActivationLimits()):
         self.store = store
         self.creds = credentials
         self.broker = broker
         self.auth_on = auth_on
         self.public_host = public_host
-        self._files = asyncio.Lock()
+        self.activation_ttl_s = activation_ttl_s
+        self.activation_limits = activation_limits
+        self.log_throttle = LogThrottle(log)     # a caller over a limit may ask again and again
         # Devices a parent removed while this server runs: their WebSocket
         # token (derived from the server secret) is refused until a parent
         # provisions or approves them again.
         self._revoked: set[str] = set()
 
     async def start(self) -> None:
-        """Write the broker's files for every known device and have it read them."""
-        await self._sync()
-
-    async def _sync(self):
-        """Write the broker's files for every known device; return once the
-        broker has read them (a device given its login next can connect)."""
-        async with self._files:
-            ids = await self.store.device_ids()
-            await asyncio.to_thread(self.creds.write_broker_files, ids)
-            await self.broker.reload()
+        """The server's role on the broker; devices provisioned before the
+        broker kept logins get theirs, with the password their boards hold
+        (derived from the server secret)."""
+        dyn = self.broker.dynsec
+        if dyn is None:
+            return
+        await dyn.ensure_server_role(self.broker.username)
+        users = await dyn.users()
+        for device_id in await self.store.device_ids():
+            if self.creds.mqtt_user(device_id) not in users:
+                await dyn.set_device(device_id, self.creds.mqtt_password(device_id))
+                log.info("device %s: its broker login moved to the broker's own list", device_id)
 
     # ---- credentials ----
 
@@ -57,36 +110,49 @@ class Devices:
         """A device's own WebSocket token (the transport's auth check asks)."""
         return device_id not in self._revoked and self.creds.token_valid(device_id, token)
 
-    async def revoke(self, device_id: str) -> None:
-        """After the store forgot the device: the broker's files without it
-        (its MQTT login stops working), its WebSocket token refused here."""
-        self._revoked.add(device_id)
-        await self._sync()
-
-    def credentials(self, device_id: str) -> dict:
+    async def credentials(self, device_id: str) -> dict:
+        """The device's credentials, with a new broker password the broker
+        takes from now on (the one handed out before stops working)."""
+        dyn = self.broker.dynsec
+        if dyn is None:
+            password = self.creds.mqtt_password(device_id)
+        else:
+            password = secrets.token_urlsafe(24)
+            await dyn.set_device(device_id, password)
         host = self.public_host or self.broker.host
         return {"device_id": device_id,
                 "mqtt": {"url": "mqtt://%s:%d" % (host, self.broker.port),
-                         "username": self.creds.mqtt_user(device_id),
-                         "password": self.creds.mqtt_password(device_id)},
+                         "username": self.creds.mqtt_user(device_id), "password": password},
                 "token": self.creds.device_token(device_id),
-                "broker_enforces": self.broker.authenticated}
+                "broker_enforces": dyn is not None}
 
     async def provision(self, device_id: str, client_id: str | None = None, via: str = "provisioned") -> dict:
-        """Record the device (the broker learns its user at once) and its credentials."""
+        """Record the device and give it credentials (the broker takes its login at once)."""
         self._revoked.discard(device_id)
         if await self.store.add_device(device_id, client_id, via):
-            await self._sync()
             log.info("device %s provisioned (%s)", device_id, via)
-        return self.credentials(device_id)
+        return await self.credentials(device_id)
+
+    async def revoke(self, device_id: str) -> bool:
+        """Forget the device: its broker login goes (the broker closes its
+        connection), every other device keeps its own. False if unknown."""
+        self._revoked.add(device_id)       # its WebSocket token too, on this node
+        known = await self.store.remove_device(device_id)
+        dyn = self.broker.dynsec
+        removed = await dyn.remove_device(device_id) if dyn is not None else False
+        if known or removed:
+            log.info("device %s revoked", device_id)
+        return known or removed
 
     # ---- the OTA endpoint's questions ----
 
-    async def ota_grant(self, device_id: str | None, client_id: str | None, token: str) -> tuple[str, dict | None]:
-        """What an OTA answer may carry for this caller:
+    async def ota_grant(self, device_id: str | None, client_id: str | None, token: str,
+                        source: str | None = None) -> tuple[str, dict | str | None]:
+        """What an OTA answer may carry for this caller (source: its address):
         ("open", None)          no device tokens configured: nothing secret to give
         ("granted", creds)      an authenticated device: its credentials
-        ("activate", code dict) anyone else: an activation code (None when none can be made)"""
+        ("activate", code dict) anyone else: an activation code (None without a Client-Id)
+        ("busy", why)           a limit on waiting codes keeps this caller from a new one"""
         if not self.auth_on:
             return "open", None
         if not device_id:
@@ -95,27 +161,46 @@ class Devices:
             return "granted", await self.provision(device_id, via="token")
         dev = await self.store.get_device(device_id)
         if dev is not None and client_id and dev["client_id"] and secrets.compare_digest(dev["client_id"], client_id):
-            return "granted", self.credentials(device_id)
-        return "activate", await self._activation(device_id, client_id)
-
-    async def _activation(self, device_id, client_id):
+            return "granted", await self.credentials(device_id)
         if not client_id:
-            return None
+            return "activate", None
         a = await self.store.activation_of(device_id, client_id)
         if a is None:
             for _ in range(5):
                 code = "%0*d" % (CODE_DIGITS, secrets.randbelow(10 ** CODE_DIGITS))
-                if await self.store.add_activation(code, device_id, client_id, secrets.token_hex(16), ACTIVATION_TTL_S):
+                added = await self.store.add_activation(
+                    code, device_id, client_id, secrets.token_hex(16), self.activation_ttl_s,
+                    source_key(source), id_prefix(device_id), self.activation_limits)
+                if added == ADDED:
                     a = await self.store.activation_of(device_id, client_id)
                     log.warning("device %s asks to be activated: code %s (approve with "
                                 "`xiaozhi-server devices approve %s`)", device_id, code, code)
                     break
+                if added != CODE_TAKEN:
+                    why = {SOURCE_FULL: "too many activation codes wait for this address",
+                           PREFIX_FULL: "too many activation codes wait for device ids like this one"}.get(
+                        added, "too many activation codes wait for approval")
+                    self.log_throttle.log(logging.WARNING, ("activation refused", added),
+                                          "no activation code for %s from %s: %s", device_id, source, why)
+                    return "busy", why
             else:
-                log.warning("no activation code for %s: too many codes wait for approval", device_id)
-                return None
-        return {"code": a["code"], "challenge": a["challenge"],
-                "message": "Ask a parent to approve code %s" % " ".join(a["code"]),
-                "timeout_ms": int(ACTIVATION_TTL_S * 1000)}
+                return "busy", "no free activation code"
+        left_s = max(1.0, a["expires_at"] - time.time())
+        return "activate", {"code": a["code"], "challenge": a["challenge"],
+                            "message": "Ask a parent to approve code %s" % " ".join(a["code"]),
+                            "timeout_ms": int(left_s * 1000)}
+
+    async def waiting_activations(self) -> list[dict]:
+        """The codes waiting for a parent: code, device_id, since, expires (epoch s)."""
+        return [{"code": a["code"], "device_id": a["device_id"], "since": a["created_at"],
+                 "expires": a["expires_at"]} for a in await self.store.waiting_activations()]
+
+    async def clear_activation(self, code: str) -> bool:
+        """Forget a waiting code (its device asks for a new one at its next OTA check)."""
+        cleared = await self.store.clear_activation(code)
+        if cleared:
+            log.info("activation code %s cleared by a parent", code)
+        return cleared
 
     async def activation_state(self, device_id: str | None, client_id: str | None) -> int:
         """The `activate` endpoint's answer: 200 bound, 202 waiting, 404 no code asked for."""
@@ -133,6 +218,5 @@ class Devices:
         if a is None:
             return None
         self._revoked.discard(a["device_id"])
-        await self._sync()
         log.info("device %s activated with code %s", a["device_id"], code)
         return a["device_id"]

@@ -115,6 +115,13 @@ class ControlPlane(FamilyPlane):
         self.delivered = 0        # schedule requests this node published (the bench)
         self.duplicates = DuplicateWatch()
         self.log_throttle = LogThrottle(log, burst=1)
+        self._last_stamp = 0
+
+    def _stamp(self) -> int:
+        """A request's header timestamp: unix ms, rising with every request
+        this node sends, even within one ms or when the clock steps back."""
+        self._last_stamp = max(_now_ms(), self._last_stamp + 1)
+        return self._last_stamp
 
     async def start(self) -> ControlPlane:
         await self.store.open()
@@ -153,8 +160,8 @@ class ControlPlane(FamilyPlane):
         slot is taken first (DeviceBusy) unless the caller holds one; it is
         held until the ack, or given back on failure."""
         req_id = req_id or new_req_id()
-        msg = proto.mqtt_request({"device_id": device_id, "req_id": req_id, "timestamp": _now_ms()},
-                                 action, payload)
+        header = {"device_id": device_id, "req_id": req_id, "timestamp": _now_ms(), "sender": self.node_id[:64]}
+        msg = proto.mqtt_request(header, action, payload)
         err = proto.validate("mqtt.envelope", msg, "request")
         if not err and len(proto.encode(msg).encode()) > proto.MQTT_MAX_PAYLOAD:
             # The broker disconnects a client whose packet is over its limit (broker.py).
@@ -171,6 +178,10 @@ class ControlPlane(FamilyPlane):
             self._waiters[req_id] = asyncio.get_running_loop().create_future()
             while len(self._waiters) > MAX_WAITERS:
                 self._waiters.pop(next(iter(self._waiters))).cancel()
+            # Stamped now, with no await before the publish: the board drops a
+            # request older than the newest it handled from this sender, so
+            # stamps must rise in the order requests go out.
+            header["timestamp"] = self._stamp()
             await self.link.publish(proto.topic(topic_template, device_id), msg)
         except BaseException:
             self.pacer.release(device_id)

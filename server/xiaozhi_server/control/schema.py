@@ -238,6 +238,14 @@ def _add_missed(db):
         db.execute("ALTER TABLE schedules ADD COLUMN missed TEXT")
 
 
+# Who asked for each activation code: its source address (an IPv6 one as
+# its /64) and its device-id prefix, so the waiting codes are limited per
+# caller (control/devices.py).
+_ACTIVATION_SOURCES = """
+ALTER TABLE activations ADD COLUMN source TEXT;
+ALTER TABLE activations ADD COLUMN prefix TEXT
+"""
+
 MIGRATIONS = (
     Migration(1, "the first release's tables", _first_sqlite, _FIRST_TABLES),
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
@@ -245,6 +253,8 @@ MIGRATIONS = (
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
     Migration(5, "device names and limits, usage per day", _FAMILY, _FAMILY),
     Migration(6, "blocked topics, safety flags, privacy, transcripts and memory of each device", _CARE, _CARE),
+    Migration(8, "who asked for each activation code (address, device-id prefix)",
+              _ACTIVATION_SOURCES, _ACTIVATION_SOURCES),
 )
 LATEST = MIGRATIONS[-1].version
 

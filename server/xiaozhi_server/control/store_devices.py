@@ -5,14 +5,28 @@ activation codes a device shows while it waits for a parent's approval.
     devices      device_id, client_id (bound by an activation; NULL when
                  provisioned by a parent with the CLI), via, created_at
     activations  code, device_id, client_id, challenge, created_at,
-                 expires_at, approved_at
+                 expires_at, approved_at, source (the caller's address),
+                 prefix (its device id's prefix)
 
-At most MAX_PENDING codes wait at once (expired ones are dropped first), so
-OTA calls from made-up devices cannot grow the table.
+Waiting codes are limited in all, per source address and per device-id
+prefix (expired ones are dropped first; control/devices.py sets the
+numbers), so OTA calls from made-up devices cannot grow the table, and one
+caller cannot take every waiting place.
 """
 import time
+from typing import NamedTuple
 
 MAX_PENDING = 100
+
+
+class ActivationLimits(NamedTuple):
+    waiting: int = MAX_PENDING      # codes waiting at once, in all
+    per_source: int = 10            # ... asked for from one address
+    per_prefix: int = 20            # ... for device ids of one prefix
+
+
+# add_activation's answers
+ADDED, CODE_TAKEN, FULL, SOURCE_FULL, PREFIX_FULL = "added", "code_taken", "full", "source_full", "prefix_full"
 
 
 class DeviceRecords:
@@ -38,6 +52,14 @@ class DeviceRecords:
             return new
         return await self._run(add)
 
+    async def remove_device(self, device_id):
+        """Forget a device and its activations; True when it was known."""
+        def remove():
+            with self._db.transaction():
+                self._db.execute("DELETE FROM activations WHERE device_id=?", (device_id,))
+                return self._db.execute("DELETE FROM devices WHERE device_id=?", (device_id,)).rowcount > 0
+        return await self._run(remove)
+
     # ---- activation codes ----
 
     async def activation_of(self, device_id, client_id):
@@ -48,24 +70,50 @@ class DeviceRecords:
             return dict(row) if row else None
         return await self._run(get)
 
-    async def add_activation(self, code, device_id, client_id, challenge, ttl_s):
-        """Store a new code; False when the code is taken or MAX_PENDING wait already."""
+    async def add_activation(self, code, device_id, client_id, challenge, ttl_s, source=None, prefix=None,
+                             limits=ActivationLimits()):
+        """Store a new code: ADDED, or why not (CODE_TAKEN, FULL, SOURCE_FULL, PREFIX_FULL)."""
         def add():
             now = time.time()
-            self._db.execute("DELETE FROM activations WHERE expires_at <= ?", (now,))
-            waiting = self._db.execute("SELECT COUNT(*) FROM activations WHERE approved_at IS NULL").fetchone()[0]
-            if waiting >= MAX_PENDING:
-                return False
-            cur = self._db.execute("INSERT INTO activations (code, device_id, client_id, challenge, created_at, "
-                                   "expires_at) VALUES (?,?,?,?,?,?) ON CONFLICT (code) DO NOTHING",
-                                   (code, device_id, client_id, challenge, now, now + ttl_s))
-            return cur.rowcount > 0
+            db = self._db
+            db.execute("DELETE FROM activations WHERE expires_at <= ?", (now,))
+            waiting = "SELECT COUNT(*) FROM activations WHERE approved_at IS NULL"
+            if db.execute(waiting).fetchone()[0] >= limits.waiting:
+                return FULL
+            if source is not None and \
+                    db.execute(waiting + " AND source=?", (source,)).fetchone()[0] >= limits.per_source:
+                return SOURCE_FULL
+            if prefix is not None and \
+                    db.execute(waiting + " AND prefix=?", (prefix,)).fetchone()[0] >= limits.per_prefix:
+                return PREFIX_FULL
+            cur = db.execute("INSERT INTO activations (code, device_id, client_id, challenge, created_at, "
+                             "expires_at, source, prefix) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (code) DO NOTHING",
+                             (code, device_id, client_id, challenge, now, now + ttl_s, source, prefix))
+            return ADDED if cur.rowcount > 0 else CODE_TAKEN
 
         def add_locked():
             with self._db.transaction():
-                self._db.lock("activations")    # the count and the insert in one step, across nodes
+                self._db.lock("activations")    # the counts and the insert in one step, across nodes
                 return add()
         return await self._run(add_locked)
+
+    async def waiting_activations(self):
+        """Codes waiting for a parent (not approved, not expired), oldest first."""
+        def get():
+            rows = self._db.execute("SELECT code, device_id, created_at, expires_at FROM activations "
+                                    "WHERE approved_at IS NULL AND expires_at > ? ORDER BY created_at",
+                                    (time.time(),))
+            return [dict(r) for r in rows]
+        return await self._run(get)
+
+    async def clear_activation(self, code):
+        """Forget a waiting code; False when none such waits."""
+        def clear():
+            with self._db.transaction():
+                cur = self._db.execute("DELETE FROM activations WHERE code=? AND approved_at IS NULL "
+                                       "AND expires_at > ?", (code, time.time()))
+                return cur.rowcount > 0
+        return await self._run(clear)
 
     async def approve_activation(self, code):
         """Approve a waiting code and bind its device to its client id in one

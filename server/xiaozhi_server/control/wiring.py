@@ -15,6 +15,7 @@ from .mqtt import MqttLink
 from .pacer import Pacer
 from .plane import ControlPlane
 from .store import Store
+from .store_devices import ActivationLimits
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +35,18 @@ def db_target(config: dict) -> str:
 
 
 def auth_dir(config: dict) -> str:
-    """Where the server secret, the broker's password file and ACL live
-    (mqtt.auth_dir; default: `mqtt` beside the control database)."""
+    """Where the server secret and the broker's device logins (the broker
+    started here) live (mqtt.auth_dir; default: `mqtt` beside the control database)."""
     return config["mqtt"].get("auth_dir") or os.path.join(os.path.dirname(_db_path(config)) or ".", "mqtt")
 
 
 def broker(config: dict) -> Broker:
     """The Broker: the configured one (mqtt.url), else one started here on
-    loopback that checks the credentials made from the server secret."""
+    loopback that keeps the device logins (dynamic security)."""
     creds = Credentials(auth_dir(config)).load()
-    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds)
+    m = config["mqtt"]
+    return Broker(m.get("url"), m.get("port"), creds, admin_user=m.get("admin_user"),
+                  admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")))
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
@@ -60,8 +63,11 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     store = Store(db_target(config))
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
+    act = config["activation"]
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
-                      public_host=config["server"].get("public_host"))
+                      public_host=config["server"].get("public_host"), activation_ttl_s=float(act["ttl_s"]),
+                      activation_limits=ActivationLimits(int(act["max_waiting"]), int(act["per_address"]),
+                                                         int(act["per_prefix"])))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
     plane = ControlPlane(registry, store, make_link, devices, pacer, node_id, family(config, store))
     token = ctl.get("api_token")
@@ -93,3 +99,5 @@ async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:
         creds.adopt(secret)
         if not broker.configured:
             broker.password = creds.server_password()
+            if not broker.admin_password_configured:
+                broker.admin_password = creds.admin_password()

@@ -812,7 +812,20 @@ WAKE_BUTTON = 'button'
 WAKE_CAUSES = ('power_on', 'alarm', 'button', 'reset')
 WAKE_POWER_ON = 'power_on'
 WAKE_RESET = 'reset'
-WS_MESSAGE_TYPES = ('abort', 'alert', 'goodbye', 'hello', 'iot', 'listen', 'llm', 'mcp', 'stt', 'system', 'tts')
+WS_MESSAGE_TYPES = (
+    'abort',
+    'alert',
+    'error',
+    'goodbye',
+    'hello',
+    'iot',
+    'listen',
+    'llm',
+    'mcp',
+    'stt',
+    'system',
+    'tts',
+)
 
 
 # ---- schemas (checks only; descriptions live in the sources) ----
@@ -906,14 +919,14 @@ SCHEMAS = {
         '{"type":"object","required":["header","action","payload"],"properties":{"header":{"type"'
         ':"object","required":["device_id","req_id"],"properties":{"device_id":{"type":"string","'
         'minLength":1,"maxLength":64},"req_id":{"type":"string","minLength":1,"maxLength":64},"ti'
-        'mestamp":{"type":"integer","minimum":0}}},"action":{"enum":["START_APP_TASK","SET_ALARM"'
-        ',"UNSET_ALARM","PLAY_MEDIA"]},"payload":{"type":"object"}},"allOf":[{"if":{"properties":'
-        '{"action":{"const":"START_APP_TASK"}}},"then":{"properties":{"payload":{"$ref":"mqtt.sta'
-        'rt_app_task"}}}},{"if":{"properties":{"action":{"const":"SET_ALARM"}}},"then":{"properti'
-        'es":{"payload":{"$ref":"mqtt.set_alarm"}}}},{"if":{"properties":{"action":{"const":"UNSE'
-        'T_ALARM"}}},"then":{"properties":{"payload":{"$ref":"mqtt.unset_alarm"}}}},{"if":{"prope'
-        'rties":{"action":{"const":"PLAY_MEDIA"}}},"then":{"properties":{"payload":{"$ref":"mqtt.'
-        'play_media"}}}}]}'
+        'mestamp":{"type":"integer","minimum":0},"sender":{"type":"string","minLength":1,"maxLeng'
+        'th":64}}},"action":{"enum":["START_APP_TASK","SET_ALARM","UNSET_ALARM","PLAY_MEDIA"]},"p'
+        'ayload":{"type":"object"}},"allOf":[{"if":{"properties":{"action":{"const":"START_APP_TA'
+        'SK"}}},"then":{"properties":{"payload":{"$ref":"mqtt.start_app_task"}}}},{"if":{"propert'
+        'ies":{"action":{"const":"SET_ALARM"}}},"then":{"properties":{"payload":{"$ref":"mqtt.set'
+        '_alarm"}}}},{"if":{"properties":{"action":{"const":"UNSET_ALARM"}}},"then":{"properties"'
+        ':{"payload":{"$ref":"mqtt.unset_alarm"}}}},{"if":{"properties":{"action":{"const":"PLAY_'
+        'MEDIA"}}},"then":{"properties":{"payload":{"$ref":"mqtt.play_media"}}}}]}'
     ),
     'mqtt.play_media': (
         '{"type":"object","properties":{"url":{"type":"string","maxLength":1000},"name":{"type":"'
@@ -1170,6 +1183,11 @@ SCHEMAS = {
         'xLength":64},"message":{"type":"string","maxLength":1000},"emotion":{"$ref":"common.emot'
         'ion"}}}'
     ),
+    'ws.error': (
+        '{"type":"object","required":["type","id","reason"],"properties":{"type":{"const":"error"'
+        '},"session_id":{"$ref":"common.session_id"},"id":{"type":["integer","string","null"]},"r'
+        'equest":{"type":"string","maxLength":64},"reason":{"type":"string","maxLength":1000}}}'
+    ),
     'ws.goodbye': (
         '{"type":"object","required":["type"],"properties":{"type":{"const":"goodbye"},"session_i'
         'd":{"$ref":"common.session_id"},"reason":{"type":"string","maxLength":64}}}'
@@ -1290,6 +1308,7 @@ _NAMES = {
     'tool:self.power_off': 'self.power_off',
     'ws.abort': 'abort',
     'ws.alert': 'alert',
+    'ws.error': 'error',
     'ws.goodbye': 'goodbye',
     'ws.hello_device': 'hello',
     'ws.hello_server': 'hello',
@@ -1304,6 +1323,7 @@ _NAMES = {
 WS_SCHEMAS = {
     'abort:up': 'ws.abort',
     'alert:down': 'ws.alert',
+    'error:down': 'ws.error',
     'goodbye:both': 'ws.goodbye',
     'hello:down': 'ws.hello_server',
     'hello:up': 'ws.hello_device',

@@ -285,7 +285,46 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                                        'minLength': 1,
                                                                        'maxLength': 64},
                                                             'timestamp': {'type': 'integer',
-                                                                          'minimum': 0}}},
+                                                                          'minimum': 0,
+                                                                          'description': 'When the '
+                                                                                         'sender '
+                                                                                         'made the '
+                                                                                         'request: '
+                                                                                         'unix ms '
+                                                                                         '(or s, '
+                                                                                         'below '
+                                                                                         '1e11). '
+                                                                                         'Each '
+                                                                                         "sender's "
+                                                                                         'are '
+                                                                                         'increasing: '
+                                                                                         'the '
+                                                                                         'board '
+                                                                                         'drops a '
+                                                                                         'request '
+                                                                                         'older '
+                                                                                         'than the '
+                                                                                         'newest '
+                                                                                         'it '
+                                                                                         'handled '
+                                                                                         'from the '
+                                                                                         'same '
+                                                                                         'sender.'},
+                                                            'sender': {'type': 'string',
+                                                                       'minLength': 1,
+                                                                       'maxLength': 64,
+                                                                       'description': 'Who made '
+                                                                                      'the request '
+                                                                                      '(a server '
+                                                                                      "node's id); "
+                                                                                      'timestamps '
+                                                                                      'are '
+                                                                                      'compared '
+                                                                                      'only within '
+                                                                                      'one sender. '
+                                                                                      'Absent: one '
+                                                                                      'anonymous '
+                                                                                      'sender.'}}},
                                   'action': {'enum': ['START_APP_TASK',
                                                       'SET_ALARM',
                                                       'UNSET_ALARM',
@@ -2772,6 +2811,19 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                   'sleepy',
                                                   'silly',
                                                   'confused']}}},
+ 'ws.error': {'title': 'error (server -> device)',
+              'description': 'The answer to a refused JSON message that carried a top-level id (an '
+                             'MCP request is answered with a JSON-RPC error inside an mcp envelope '
+                             "instead). id is the request's own id, or null when that id could not "
+                             'be used (not an integer or a string of at most 128 characters). '
+                             'Stock firmware ignores message types it does not know.',
+              'type': 'object',
+              'required': ['type', 'id', 'reason'],
+              'properties': {'type': {'const': 'error'},
+                             'session_id': {'type': 'string', 'maxLength': 128},
+                             'id': {'type': ['integer', 'string', 'null']},
+                             'request': {'type': 'string', 'maxLength': 64},
+                             'reason': {'type': 'string', 'maxLength': 1000}}},
  'ws.goodbye': {'title': 'goodbye (both directions)',
                 'description': 'The session ends; the sender closes the channel.',
                 'type': 'object',

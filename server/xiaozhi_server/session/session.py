@@ -7,7 +7,8 @@ the connection.
 
 Rules it keeps for the device's sake:
 - every message it sends is validated against the shared schema first;
-- an invalid or unknown message is logged and ignored, never fatal;
+- an invalid or unknown message is logged and ignored, never fatal; one
+  that carried an id is answered with that id (session/refusal.py);
 - every reply belongs to an epoch; `abort` starts a new epoch, and output
   of an older epoch (a late ASR result, LLM text, TTS audio) is dropped;
 - speech while the server speaks barges in (realtime mode, or during the
@@ -37,6 +38,7 @@ from ..runtime.runtime import AppRuntime, TaskError
 from ..runtime.tools import runtime_tools
 from ..text.lang import has_han
 from ..text.phrases import plain
+from . import refusal
 
 if TYPE_CHECKING:
     from ..pipeline.listener import Utterance
@@ -198,9 +200,11 @@ class Session:
                 msg = proto.decode_ws(message, proto.UP)
             except proto.ProtoError as e:
                 log.info("[%s] before hello, ignored: %s", self.device_id, e)
+                await self._refuse(message, str(e))
                 continue
             if msg["type"] != "hello":
                 log.info("[%s] %s before hello ignored", self.device_id, msg["type"])
+                await self._refuse(message, "%s before hello: send hello first" % msg["type"])
                 continue
             return await self._accept_hello(msg)
 
@@ -299,14 +303,30 @@ class Session:
                 log.info("[%s] ignored: %s", self.device_id, e)
             else:
                 log.warning("[%s] invalid message ignored: %s", self.device_id, e)
+            await self._refuse(text, str(e))
             return
         handler = getattr(self, "_on_" + msg["type"], None)
         if handler is None:
             return
         try:
             await handler(msg)
-        except Exception:
+        except Exception as e:
             log.exception("[%s] handling %s failed", self.device_id, msg["type"])
+            await self._refuse(text, "server error: %s" % e, proto.RPC_INTERNAL_ERROR)
+
+    async def _refuse(self, text: str, reason: str, rpc_code: int = proto.RPC_INVALID_REQUEST) -> None:
+        """Answer a refused message that carried an id; a refused answer to
+        one of our MCP calls fails that call now."""
+        refused = refusal.carried_id(text)
+        if refused is None:
+            return
+        if refused.kind == "mcp_answer":
+            if refused.id is not None:
+                self.mcp.on_payload({"id": refused.id, "error": {"message": "malformed answer: " + reason}})
+            return
+        reply = refusal.answer(refused, reason, self.id, rpc_code)
+        if reply is not None:
+            await self.send_json(reply)
 
     async def _on_listen(self, msg):
         self.last_activity = time.monotonic()

@@ -112,11 +112,15 @@ class HttpServer:
         kind, grant = "open", None
         if self.devices is not None:
             try:
-                kind, grant = await self.devices.ota_grant(ident.device_id, ident.client_id, ident.token)
+                kind, grant = await self.devices.ota_grant(ident.device_id, ident.client_id, ident.token,
+                                                           request.remote)
             except StoreUnavailable as e:
                 log.warning("OTA check from %s: %s", ident.device_id, e.message)
                 return web.json_response({"error": "the server cannot check this device now: try again"},
                                          status=503, headers={"Retry-After": "5"})
+            if kind == "busy":   # a limit on waiting activation codes: stock firmware asks again later
+                return web.json_response({"error": "%s: try again later" % grant}, status=429,
+                                         headers={"Retry-After": "60"})
         elif [t for t in self.services.config["auth"].get("tokens") or [] if t]:
             kind = "activate"   # tokens, but no device registry to activate with: nothing to hand out
         offset = -time.timezone // 60 if not time.daylight else -time.altzone // 60

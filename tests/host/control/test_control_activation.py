@@ -54,6 +54,9 @@ async def test_an_approved_device_gets_credentials_that_work(start_control):
     _, again = await ota(api, {"Device-Id": KID["Device-Id"], "Client-Id": "reflashed",
                                "Authorization": "Bearer " + token})
     assert again["websocket"]["token"] == token
+    # Each grant sets a new random broker password; the one handed out last works.
+    assert again["control_mqtt"]["password"] != login["password"]
+    login = again["control_mqtt"]
 
     # The token opens a voice session for this device only.
     async with WireDevice(api.server.ws.url, device_id=KID["Device-Id"], token=token, mcp=False) as dev:
@@ -86,3 +89,31 @@ async def test_approving_a_code_nobody_shows_is_404(start_control, code):
     api = await start_control(auth={"tokens": ["shared-secret"]})
     status, err = await api.post("/api/activations/%s" % code, None)
     assert status == 404 and err["error"]["code"] == "not_found"
+
+
+async def test_one_caller_cannot_fill_the_waiting_codes_and_a_parent_sees_and_clears_them(start_control):
+    """Issue 27: codes are limited per address (here: the test's loopback
+    address) and per device-id prefix; a parent lists and clears them."""
+    api = await start_control(auth={"tokens": ["shared-secret"]},
+                              activation={"per_address": 3, "per_prefix": 2, "ttl_s": 300})
+    kids = [{"Device-Id": "02:00:00:00:bb:%02x" % i, "Client-Id": "c%d" % i} for i in range(3)]
+    codes = [(await ota(api, k))[1]["activation"]["code"] for k in kids[:2]]
+    status, refused = await ota(api, kids[2])          # a third id of the same maker prefix
+    assert status == 429 and "device ids like this one" in refused["error"]
+    status, other = await ota(api, {"Device-Id": "12:34:56:00:00:01", "Client-Id": "x"})
+    assert status == 200 and other["activation"]["timeout_ms"] <= 300_000
+    status, refused = await ota(api, {"Device-Id": "22:34:56:00:00:01", "Client-Id": "y"})
+    assert status == 429 and "this address" in refused["error"]     # the fourth code from one address
+
+    status, listed = await api.get("/api/activations")
+    assert status == 200
+    waiting = listed["waiting"]
+    assert [w["code"] for w in waiting] == codes + [other["activation"]["code"]]
+    assert waiting[0]["device_id"] == kids[0]["Device-Id"] and waiting[0]["since"] < waiting[0]["expires"]
+    async with api.http.delete(api.base + "/api/activations/%s" % codes[0]) as r:
+        assert r.status == 204
+    async with api.http.delete(api.base + "/api/activations/%s" % codes[0]) as r:
+        assert r.status == 404
+    assert (await api.post("/api/activations/%s" % codes[0], None))[0] == 404   # cleared: cannot be approved
+    assert codes[0] not in [w["code"] for w in (await api.get("/api/activations"))[1]["waiting"]]
+    assert (await ota(api, kids[2]))[0] == 200           # room again, for that prefix and address

@@ -92,3 +92,13 @@ async def test_device_provision_writes_a_firmware_config_that_logs_in(api, tmp_p
 async def test_device_approve_of_an_unknown_code_fails(api):
     rc, out, err = await cli(api, "device", "approve", "123456")
     assert rc == 1 and "no activation code 123456 is waiting" in err
+
+
+async def test_device_revoke_and_the_waiting_codes(api):
+    await api.server.control.devices.provision("02:00:00:00:00:43")
+    rc, out, err = await cli(api, "device", "revoke", "02:00:00:00:00:43")
+    assert rc == 0 and "revoked device 02:00:00:00:00:43" in out, err
+    rc, out, err = await cli(api, "device", "codes")
+    assert rc == 0 and "no activation code waits" in out, err
+    rc, out, err = await cli(api, "device", "clear", "123456")
+    assert rc == 1 and "no activation code 123456 is waiting" in err

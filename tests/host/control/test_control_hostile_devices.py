@@ -79,7 +79,9 @@ async def test_one_devices_login_reaches_nothing_of_the_others_nor_the_broker(ap
     user, password = await credentials(api.server, "snoop2")
     async with aiomqtt.Client("127.0.0.1", api.server.broker.port, username=user, password=password) as snoop:
         for pattern in ("#", "$SYS/#", "snlp/#", "snlp/v1/+/cmd/#", "+/+/+/rpt/#", "snlp/v1/%s/#" % device_id):
-            await snoop.subscribe(pattern, qos=1)
+            granted = await snoop.subscribe(pattern, qos=1)
+            assert [int(getattr(g, "value", g)) for g in granted] == [0x80], (pattern, granted)   # refused
+        await snoop.subscribe(proto.topic(proto.TOPIC_CMD_TASK, "snoop2"), qos=1)
         # A retained command on the victim's topic: refused by the ACL, so never replayed either.
         await snoop.publish(proto.topic(proto.TOPIC_CMD_TASK, device_id), b'{"forged": 1}', qos=1, retain=True)
         status, sent = await api.post("/api/devices/%s/tasks" % device_id, LESSON, wait=10)

@@ -8,6 +8,8 @@ import pytest
 
 from xiaozhi_server.control import schema
 from xiaozhi_server.control.store import Store
+from xiaozhi_server.control.store_devices import (ADDED, CODE_TAKEN, FULL, PREFIX_FULL, SOURCE_FULL,
+                                                  ActivationLimits)
 
 
 def _sched(device_id, alarm_id, **kw):
@@ -52,11 +54,29 @@ async def test_live_schedules_capped_under_concurrent_creates(store):
 
 
 async def test_activation_approved_once(store):
-    assert await store.add_activation("123456", "d3", "c3", "ch", 600)
-    assert not await store.add_activation("123456", "d4", "c4", "ch", 600)
+    assert await store.add_activation("123456", "d3", "c3", "ch", 600) == ADDED
+    assert await store.add_activation("123456", "d4", "c4", "ch", 600) == CODE_TAKEN
     results = await asyncio.gather(*[store.approve_activation("123456") for _ in range(5)])
     assert sum(r is not None for r in results) == 1
     assert (await store.get_device("d3"))["client_id"] == "c3"
+
+
+async def test_waiting_activations_are_limited_per_source_and_prefix_and_expire(store):
+    limits = ActivationLimits(waiting=6, per_source=2, per_prefix=3)
+
+    async def add(code, device, source, prefix, ttl_s=600):
+        return await store.add_activation(code, device, "c", "ch", ttl_s, source, prefix, limits)
+    assert [await add("10000%d" % i, "d%d" % i, "10.0.0.1", "p%d" % i) for i in range(3)] == \
+        [ADDED, ADDED, SOURCE_FULL]
+    assert [await add("20000%d" % i, "e%d" % i, "10.0.1.%d" % i, "aa:bb:cc") for i in range(4)] == \
+        [ADDED, ADDED, ADDED, PREFIX_FULL]
+    assert await add("300000", "gone", "10.0.2.1", "zz", ttl_s=-1) == ADDED     # expired at once
+    assert await add("300001", "f", "10.0.2.2", "yy") == ADDED
+    assert await add("300002", "g", "10.0.2.3", "xx") == FULL
+    waiting = await store.waiting_activations()
+    assert [w["code"] for w in waiting] == ["100000", "100001", "200000", "200001", "200002", "300001"]
+    assert await store.clear_activation("100000") and not await store.clear_activation("100000")
+    assert await add("300002", "g", "10.0.2.3", "xx") == ADDED
 
 
 async def test_state_reports_and_resend_rounds(store):

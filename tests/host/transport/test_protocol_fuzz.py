@@ -91,3 +91,40 @@ async def test_frames_over_the_limit_are_closed_with_1009_and_others_still_conne
             assert (await dev.wait_closed())[0] == 1009
     async with WireDevice(server.ws.url, mcp=False) as dev:
         assert (await dev.hello())["session_id"]
+
+
+async def test_a_refused_request_with_an_id_is_answered_with_that_id(fake_llm, start_server):
+    """Issue 27: the sender of a refused request learns at once why, by its id;
+    messages without an id, and answers, are still only logged."""
+    server = await start_server(server_config(fake_llm.base_url))
+    async with WireDevice(server.ws.url, mcp=False) as dev:
+        await dev.send_json({"type": "listen", "state": "start", "id": 1})
+        await dev.hello()
+        sent = [
+            {"type": "listen", "state": "bogus", "id": 7},
+            {"type": "listen", "state": "detect", "text": "\ud800", "id": "lone"},
+            {"type": "unknown-kind", "id": "u-1"},
+            {"type": "abort", "reason": 7, "id": {"not": "an id"}},
+            {"type": "mcp", "session_id": 12,
+             "payload": {"jsonrpc": "2.0", "id": 11, "method": "app/start_task", "params": {}}},
+            {"type": "mcp", "payload": {"jsonrpc": "1.0", "id": "m-12", "method": "tools/list"}},
+            # not answered: no id, or an answer (JSON-RPC never answers one)
+            {"type": "listen", "state": "bogus"},
+            {"type": "mcp", "payload": {"jsonrpc": "1.0", "id": 99999, "result": {}}},
+        ]
+        for msg in sent:
+            await dev.ws.send(json.dumps(msg))     # ASCII: the surrogate stays a \ud800 escape
+        await dev.send_json({"type": "listen", "state": "bogus", "id": "last"})
+        await dev.wait_json("error", id="last")
+        errors = [m for _t, m in dev.json if m["type"] == "error"]
+        rpc = [m["payload"] for _t, m in dev.json if m["type"] == "mcp"]
+        assert [(e["id"], e.get("request")) for e in errors] == [
+            (1, "listen"), (7, "listen"), ("lone", "listen"), ("u-1", "unknown-kind"), (None, "abort"),
+            ("last", "listen")]
+        assert "before hello" in errors[0]["reason"] and "state" in errors[1]["reason"]
+        assert "surrogate" in errors[2]["reason"] and "unknown message type" in errors[3]["reason"]
+        assert all(proto.validate("ws.error", e) is None for e in errors)
+        assert [(p["id"], p["error"]["code"]) for p in rpc] == [
+            (11, proto.RPC_INVALID_REQUEST), ("m-12", proto.RPC_INVALID_REQUEST)]
+        assert "session_id" in rpc[0]["error"]["message"] and "jsonrpc" in rpc[1]["error"]["message"]
+        assert dev.closed is None

@@ -101,7 +101,7 @@ async def start_primary(tmp_path, broker, fake_llm, log_name="server.log"):
     """`xiaozhi-server run --workers 2` on its config, database and secret in tmp_path."""
     cfg = {
         "server": {"host": "127.0.0.1", "ws_port": 0, "http_port": 0},
-        "mqtt": {"url": broker.url},
+        "mqtt": {"url": broker.url, "allow_open_broker": True},
         "control": {"db_path": str(tmp_path / "control.db")},
         "llm": {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"},
         "tts": {"type": "espeak", "voice": "en-us"},
