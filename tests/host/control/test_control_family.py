@@ -73,12 +73,13 @@ async def test_family_routes_and_their_errors(api, device_id):
     status, err = await api.get(path + "/lessons")
     assert status == 503 and err["error"]["code"] == "device_offline" and "voice connection" in err["error"]["message"]
 
-    creds = api.server.control.devices.creds
+    devices = api.server.control.devices
+    creds, dyn = devices.creds, devices.broker.dynsec
     user = creds.mqtt_user(device_id)
-    assert user in open(creds.passwd_path).read()
+    assert user in await dyn.users()
     async with api.http.delete(api.base + path) as r:
         assert r.status == 204
-    assert user not in open(creds.passwd_path).read()        # its MQTT login is revoked
+    assert user not in await dyn.users()          # its broker login is revoked
     assert not api.server.control.devices.token_valid(device_id, creds.device_token(device_id))
     assert (await api.get(path + "/limits"))[0] == 404
     assert device_id not in [d["device_id"] for d in (await api.get("/api/devices"))[1]["devices"]]
