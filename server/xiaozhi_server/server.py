@@ -65,6 +65,9 @@ class XiaozhiServer:
             node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
             self.control = wiring.create(config, self.services.registry, self.broker, self.http.app, node_id)
             self.control.on_drain_asked = self._drain_asked
+            if self.pool is None:
+                # Sessions here keep their conversation in the control store (workers open their own).
+                self.services.conversations = self.control.store
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid

@@ -21,6 +21,7 @@ from .text.lines import Lines
 if TYPE_CHECKING:
     from .mcp.tools import Tool
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
+    from .runtime.port import ConversationStore
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,9 @@ class Services:
         # The live sessions (session/ imports this module, not the other way round).
         self.sessions: set[Any] = set()
         self._server_tools: list[Tool] = []
+        # Where each device's conversation is kept between connections (the
+        # control store, set by the server or the worker; None: not kept).
+        self.conversations: ConversationStore | None = None
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""

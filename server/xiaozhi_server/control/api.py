@@ -40,6 +40,9 @@ def routes():
         ("PUT", PREFIX + "/schedules/{alarm_id}", "update_schedule"),
         ("DELETE", PREFIX + "/schedules/{alarm_id}", "delete_schedule"),
         ("POST", PREFIX + "/credentials", "provision"),
+        ("GET", PREFIX + "/conversation", "get_conversation"),
+        ("PUT", PREFIX + "/conversation", "put_conversation"),
+        ("DELETE", PREFIX + "/conversation", "delete_conversation"),
         ("POST", "/api/activations/{code}", "approve"),
         ("GET", "/api/nodes", "nodes"),
         ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
@@ -195,6 +198,18 @@ class ControlApi:
 
     async def device(self, request):
         return web.json_response(await self.plane.device(self._path(request, "device_id")), dumps=_dumps)
+
+    async def get_conversation(self, request):
+        return web.json_response(await self.plane.conversation(self._path(request, "device_id")), dumps=_dumps)
+
+    async def put_conversation(self, request):
+        body = await self._body(request)
+        return web.json_response(await self.plane.set_conversation(self._path(request, "device_id"), body),
+                                 dumps=_dumps)
+
+    async def delete_conversation(self, request):
+        return web.json_response(await self.plane.erase_conversation(self._path(request, "device_id")),
+                                 dumps=_dumps)
 
     async def provision(self, request):
         device_id = checks.device_id(self._path(request, "device_id"))

@@ -75,6 +75,8 @@ DISPATCH_EVERY_S = 0.5
 DISPATCH_BATCH = 50
 # A delivery given back because its device has no free pacing slot is due again after this long.
 BUSY_RETRY_S = 1.0
+# Conversations older than conversation.keep_hours are erased this often (by every node: it is one UPDATE).
+PURGE_EVERY_S = 600.0
 
 
 def new_req_id() -> str:
@@ -103,6 +105,8 @@ class ControlPlane:
         self._waiters: dict[str, asyncio.Future] = {}        # req_id -> Future of the ack
         self._dispatch_now = asyncio.Event()
         self._dispatcher: asyncio.Task | None = None
+        self._purger: asyncio.Task | None = None
+        self.conversation_max_age_s = 24 * 3600.0     # conversation.keep_hours (wiring.py)
         self.on_drain_asked: Callable[[], None] | None = None    # the server's, for the API's node drain
         self.acks_recorded = 0    # since start, by this node (logs, the bench: stored rows are pruned)
         self.delivered = 0        # schedule requests this node published (the bench)
@@ -120,13 +124,16 @@ class ControlPlane:
             await self.devices.start()
         await self.link.start()
         self._dispatcher = asyncio.create_task(self._dispatch_loop(), name="control-dispatch")
+        self._purger = asyncio.create_task(self._purge_loop(), name="conversation-purge")
         return self
 
     async def stop(self) -> None:
-        if self._dispatcher is not None:
-            self._dispatcher.cancel()
+        for task in (self._dispatcher, self._purger):
+            if task is None:
+                continue
+            task.cancel()
             try:
-                await self._dispatcher
+                await task
             except asyncio.CancelledError:
                 pass
         await self.link.stop()
@@ -366,6 +373,45 @@ class ControlPlane:
         """Reports of this device dropped over the rate since the server started."""
         dropped = getattr(self.link, "dropped", None)
         return dropped.get(device_id, 0) if dropped is not None else 0
+
+    # ---- each device's conversation (kept so it goes on on another node) ----
+
+    async def conversation(self, device_id: str) -> dict:
+        """{"device_id", "keep": bool, "turns": n}: whether the device's
+        conversation is kept, and how many of the child's turns are now."""
+        checks.device_id(device_id)
+        return dict(await self.store.conversation_setting(device_id, self.conversation_max_age_s),
+                    device_id=device_id)
+
+    async def set_conversation(self, device_id: str, body: object) -> dict:
+        """{"keep": false} opts the device out (and erases what is kept); {"keep": true} in again."""
+        checks.device_id(device_id)
+        if not isinstance(body, dict) or not isinstance(body.get("keep"), bool):
+            raise BadRequest('keep: expected true or false ({"keep": false} stops keeping the conversation)')
+        extra = sorted(set(body) - {"keep", "turns"})
+        if extra:
+            raise BadRequest("%s: unknown field (expected keep)" % extra[0])
+        await self.store.set_conversation_keep(device_id, body["keep"])
+        log.info("conversation of %s: %s", device_id, "kept" if body["keep"] else "not kept (erased)")
+        return await self.conversation(device_id)
+
+    async def erase_conversation(self, device_id: str) -> dict:
+        """Erase the device's kept conversation now (whether it is kept from now on stays)."""
+        checks.device_id(device_id)
+        erased = await self.store.erase_conversation(device_id)
+        return dict(await self.conversation(device_id), erased=erased)
+
+    async def _purge_loop(self) -> None:
+        while True:
+            try:
+                n = await self.store.purge_conversations(self.conversation_max_age_s)
+                if n:
+                    log.info("erased %d conversations older than %.0f h", n, self.conversation_max_age_s / 3600)
+            except StoreUnavailable as e:
+                log.warning("old conversations wait to be erased: %s", e.message)
+            except Exception:
+                log.exception("erasing old conversations failed; trying again later")
+            await asyncio.sleep(PURGE_EVERY_S)
 
     # ---- the nodes sharing the store ----
 

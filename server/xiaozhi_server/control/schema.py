@@ -149,6 +149,22 @@ ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
 
+# Each device's conversation, so it goes on on another node
+# (store_conversations.py). keep = 0: the parents opted out, nothing else kept.
+_CONVERSATIONS = """
+CREATE TABLE conversations (
+    device_id TEXT PRIMARY KEY,
+    keep INTEGER NOT NULL DEFAULT 1,
+    turns TEXT,
+    turn_count INTEGER NOT NULL DEFAULT 0,
+    app_id TEXT,
+    task_id TEXT,
+    app_state TEXT,
+    updated_at DOUBLE PRECISION
+);
+CREATE INDEX conversations_by_age ON conversations (updated_at)
+"""
+
 
 def _add_missed(db):
     # SQLite files of the release before migrations may have it already
@@ -162,8 +178,9 @@ MIGRATIONS = (
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
     Migration(3, "nodes, device routes, the shared secret, schedule deliveries", _FLEET, _FLEET),
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
+    Migration(7, "each device's conversation, kept to go on on another node", _CONVERSATIONS, _CONVERSATIONS),
 )
-LATEST = MIGRATIONS[-1].version
+LATEST = max(m.version for m in MIGRATIONS)
 
 
 def _script(db, text):

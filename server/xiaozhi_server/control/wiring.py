@@ -38,6 +38,15 @@ def auth_dir(config: dict) -> str:
     return config["mqtt"].get("auth_dir") or os.path.join(os.path.dirname(_db_path(config)) or ".", "mqtt")
 
 
+def conversation_store(config: dict) -> Store:
+    """The control store (not open yet), keeping devices' conversations as
+    the config's `conversation` section says: the control plane's, and each
+    worker process's own connection to it (shard/worker.py)."""
+    store = Store(db_target(config))
+    store.keep_conversations_by_default = bool(config["conversation"]["keep_by_default"])
+    return store
+
+
 def broker(config: dict) -> Broker:
     """The Broker: the configured one (mqtt.url), else one started here on
     loopback that checks the credentials made from the server secret."""
@@ -56,13 +65,14 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
                         on_report=on_report, on_connect=on_connect,
                         backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)))
 
-    store = Store(db_target(config))
+    store = conversation_store(config)
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
                       public_host=config["server"].get("public_host"))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
     plane = ControlPlane(registry, store, make_link, devices, pacer, node_id)
+    plane.conversation_max_age_s = float(config["conversation"]["keep_hours"]) * 3600
     token = ctl.get("api_token")
     add_routes(app, plane, tokens=[token] if token else [],
                token_required=not configmod.is_loopback(config["server"]["host"]))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .. import protocol as proto
 from ..protocol import priority
 from ..pipeline.listener import committed
+from .conversation import Carry
 from .lessons import lesson_names
 from .modes import HANDLERS
 from .proactive import Proactive
@@ -32,7 +33,7 @@ from .registry import Registry, RegistryError, skill_args
 
 if TYPE_CHECKING:
     from ..pipeline.listener import Utterance
-    from .port import SessionPort
+    from .port import ConversationStore, SessionPort
     from .registry import Task
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,8 @@ class TaskError(Exception):
 
 
 class AppRuntime:
-    def __init__(self, session: SessionPort, registry: Registry, config: dict, llm_configured: bool = True) -> None:
+    def __init__(self, session: SessionPort, registry: Registry, config: dict, llm_configured: bool = True,
+                 conversations: ConversationStore | None = None) -> None:
         self.session = session
         self.registry = registry
         self.cfg = config["apps"]
@@ -94,6 +96,10 @@ class AppRuntime:
         self.history: list[tuple[float, str, str, str]] = []
         self.proactive = Proactive(session, self.cfg, llm_configured)
         self._skills_task: asyncio.Task | None = None
+        # The conversation kept between connections (conversation.py): the
+        # history grows, the task switches, it is saved.
+        self.carry = Carry(conversations, config["conversation"], session, self)
+        session.dialogue.on_turn = self.carry.changed
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
         # translating itself is the TRANSLATION mode's (modes.py).
@@ -244,6 +250,21 @@ class AppRuntime:
         self._enter(task, {}, proto.SOURCE_DEFAULT_CHAT)
         self.history.append((time.monotonic(), task.key, proto.SOURCE_DEFAULT_CHAT, "adopted"))
 
+    def resume(self, app_id: str, task_id: str | None, params: dict, source: str | None) -> None:
+        """Be in the task a kept conversation was in (conversation.py), without
+        running its skills again: they ran on the connection before (a lesson
+        plays on the board by itself; its status skill says when it is over)."""
+        try:
+            task = self.registry.find(app_id, task_id)
+        except LookupError as e:
+            log.info("[%s] kept task %s.%s not resumed: %s", self.session.device_id, app_id, task_id, e)
+            return
+        if task.reserved or task is self.registry.default():
+            return
+        self.explicit = True
+        self._enter(task, dict(params or {}), source if source in proto.SOURCE_PRIORITY else proto.SOURCE_VOICE)
+        self.history.append((time.monotonic(), task.key, self.source, "resumed"))
+
     async def _current_running(self):
         """Does the active task still hold its priority? A finished one does not."""
         if self.task is None:
@@ -289,6 +310,7 @@ class AppRuntime:
         d = self.session.dialogue
         d.tool_policy = task.policy()
         d.system_prompt = system_prompt(self.prompts, task)
+        self.carry.changed()
 
     async def _run_skills(self, task, params, source, done=0):
         await self.session.wait_quiet()

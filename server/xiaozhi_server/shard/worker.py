@@ -85,6 +85,14 @@ async def _build(settings, config, listen_fds):
         from ..control import wiring
         from ..control.credentials import Credentials
         ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
+        # The sessions here keep devices' conversations in the control store
+        # through a connection of this worker (the primary migrated it).
+        store = wiring.conversation_store(config)
+        try:
+            services.conversations = await store.open()
+        except Exception as e:
+            log.warning("worker: devices' conversations are not kept (the control store: %s)",
+                        getattr(e, "message", None) or e)
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
     return services, mcp, ws
 
