@@ -5,9 +5,11 @@ cannot be made (not root, no iproute2)."""
 import asyncio
 import time
 
+import aiohttp
 import pytest
 
-from testkit.fleet_rig import FleetRig, node_of
+from testkit.control_api import eventually
+from testkit.fleet_rig import API_HEADERS, HTTP_PORT, FleetRig, node_of
 from testkit.fleet_schedules import schedules_through_a_kill
 from testkit.netns import NetworkUnavailable
 
@@ -87,6 +89,50 @@ async def test_a_drained_node_finishes_its_reply_then_its_device_moves(rig):
     assert node_of(await rig.ask(fw, "who are you now")) not in (home, None)
     rig.start_node(home)
     await fw.close()
+
+
+def _asked(llm, words):
+    """The messages of the LLM request that answered these words of the child."""
+    for r in reversed(llm.requests):
+        if r.messages and r.messages[-1].get("content") == words:
+            return r.messages
+    raise AssertionError("no LLM request for %r" % words)
+
+
+async def test_the_conversation_goes_on_on_another_node_after_a_kill(rig):
+    """A child says something to a node, the node is killed -9, the device
+    reconnects through OTA to another node: the next question reaches the
+    LLM with the earlier turn. A device whose parents opted out: it does not."""
+    kept, opted_out = await rig.device("d6"), await rig.device("d7")
+    out_id = opted_out.find("boot")[0]["device_id"]
+    with rig.net.inside("parents"):
+        async with aiohttp.ClientSession(headers=API_HEADERS) as http:
+            url = "http://%s:%d/api/devices/%s/conversation" % (rig.node_ips["n2"], HTTP_PORT, out_id)
+            async with http.put(url, json={"keep": False}) as r:
+                assert r.status == 200 and (await r.json())["keep"] is False
+    homes = {}
+    for fw in (kept, opted_out):
+        homes[fw] = node_of(await rig.ask(fw, "my name is Lily"))
+    kept_id = kept.find("boot")[0]["device_id"]
+    await eventually(lambda: rig.sql("SELECT turn_count FROM conversations WHERE device_id = %s",
+                                     (kept_id,)) == [(1,)], 30)
+    for name in set(homes.values()):
+        rig.kill(name)
+    try:
+        for fw in (kept, opted_out):
+            now = node_of(await rig.ask(fw, "what is my name"))
+            assert now not in (homes[fw], None)
+            said = [m.get("content") for m in _asked(rig.llms[now], "what is my name")]
+            if fw is kept:
+                assert said[-3:] == ["my name is Lily", "I am %s. Nice to talk with you." % homes[fw],
+                                     "what is my name"], said
+            else:
+                assert "my name is Lily" not in said, said
+    finally:
+        for name in set(homes.values()):
+            rig.start_node(name)
+    for fw in (kept, opted_out):
+        await fw.close()
 
 
 # Known bug, issue 24 stays open for it: on a loaded 2-core machine 2 of 240
