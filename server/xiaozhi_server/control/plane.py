@@ -467,7 +467,7 @@ class ControlPlane:
         # A device that reports is online: whatever it never acked goes again,
         # once per interval however often it reports and however many nodes read it.
         if await self.store.claim_resend_round(device_id, RESEND_INTERVAL_S):
-            await self.resend_unacked(device_id, RESEND_AFTER_S)
+            await self.resend_unacked(device_id, RESEND_AFTER_S, "its state report")
 
     async def _on_ack(self, device_id, ack):
         err = proto.validate("mqtt.ack", ack, "ack")
@@ -500,15 +500,19 @@ class ControlPlane:
             fut.set_result(ack)
 
     async def _on_connect(self):
-        await self.resend_unacked(min_age_s=RESEND_AFTER_S)
+        await self.resend_unacked(min_age_s=RESEND_AFTER_S, why="the broker connect")
 
-    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0) -> None:
+    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0, why: str = "asked") -> None:
         """Send again every schedule request of the device (or of all) that never
         got an ack and went out at least min_age_s ago, with a new req_id (the
         device acks a req_id once, so a repeat of the old one could go
         unanswered): they become due, and the dispatchers of the nodes send each once."""
         try:
-            if await self.store.mark_due(device_id, min_age_s):
+            n = await self.store.mark_due(device_id, min_age_s)
+            if n:
+                # Which re-send sent a schedule twice, if one did, is read here.
+                log.info("%d unacked schedule requests%s due again (after %s)", n,
+                         " of %s" % device_id if device_id else "", why)
                 self._dispatch_now.set()
         except StoreUnavailable as e:
             log.warning("could not look for unacked schedules: %s", e.message)
@@ -530,7 +534,7 @@ class ControlPlane:
                 continue
             if loop.time() - swept >= RESEND_INTERVAL_S:
                 swept = loop.time()
-                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S)
+                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S, why="the periodic sweep")
             try:
                 while await self.dispatch_once() == DISPATCH_BATCH:
                     pass
