@@ -65,8 +65,13 @@ RECENT_ACKS = 10
 MAX_WAITERS = 1000
 # A state report re-sends a schedule request only once it has had this long to be acked...
 RESEND_AFTER_S = 2.0
-# ...and starts at most one re-send round per device in this long.
+# ...and starts at most one re-send round per device in this long. A re-send
+# repeats the request's req_id (the board runs one once), except that the
+# periodic sweep sends a new one for a request whose board reported at least
+# ACK_LOST_AFTER_S ago, after the request went out, and never acked it: the
+# board had it, its ack was lost, and it would drop a copy unanswered.
 RESEND_INTERVAL_S = 30.0
+ACK_LOST_AFTER_S = 10.0
 ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
 # Live schedules per device: the board keeps at most 8 alarms (firmware/app/entry/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
@@ -168,7 +173,9 @@ class ControlPlane:
             await self.pacer.acquire(device_id, wait)
         try:
             await self.store.add_request(req_id, device_id, action, payload)
-            self._waiters[req_id] = asyncio.get_running_loop().create_future()
+            # A re-send of one request keeps its waiter (a `?wait=` caller may hold it).
+            if req_id not in self._waiters:
+                self._waiters[req_id] = asyncio.get_running_loop().create_future()
             while len(self._waiters) > MAX_WAITERS:
                 self._waiters.pop(next(iter(self._waiters))).cancel()
             await self.link.publish(proto.topic(topic_template, device_id), msg)
@@ -502,13 +509,19 @@ class ControlPlane:
     async def _on_connect(self):
         await self.resend_unacked(min_age_s=RESEND_AFTER_S, why="the broker connect")
 
-    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0, why: str = "asked") -> None:
+    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0, why: str = "asked",
+                             ack_lost_after_s: float | None = None) -> None:
         """Send again every schedule request of the device (or of all) that never
-        got an ack and went out at least min_age_s ago, with a new req_id (the
-        device acks a req_id once, so a repeat of the old one could go
-        unanswered): they become due, and the dispatchers of the nodes send each once."""
+        got an ack and went out at least min_age_s ago, with its own req_id:
+        its ack may only be late (the board away, its request waiting in the
+        broker), and the board runs a req_id once, so a schedule is never set
+        twice. They become due, and the dispatchers of the nodes send each once.
+        ack_lost_after_s (the periodic sweep): a request its board must have
+        had, since the board reported well after it went out, goes with a new
+        req_id (store_deliveries.mark_due): its ack was lost, and the board
+        would drop the copy unanswered."""
         try:
-            n = await self.store.mark_due(device_id, min_age_s)
+            n = await self.store.mark_due(device_id, min_age_s, ack_lost_after_s)
             if n:
                 # Which re-send sent a schedule twice, if one did, is read here.
                 log.info("%d unacked schedule requests%s due again (after %s)", n,
@@ -534,7 +547,8 @@ class ControlPlane:
                 continue
             if loop.time() - swept >= RESEND_INTERVAL_S:
                 swept = loop.time()
-                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S, why="the periodic sweep")
+                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S, why="the periodic sweep",
+                                          ack_lost_after_s=ACK_LOST_AFTER_S)
             try:
                 while await self.dispatch_once() == DISPATCH_BATCH:
                     pass

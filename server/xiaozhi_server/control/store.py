@@ -305,7 +305,9 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, ConversationRecords):
         await self._run(self._mark_sent, req_id)
 
     def _mark_sent(self, req_id):
-        self._db.execute("UPDATE requests SET sent_at=? WHERE req_id=?", (time.time(), req_id))
+        # The first time it went out: a re-send of the same request keeps it
+        # (a board that reported after it must have had it: store_deliveries.mark_due).
+        self._db.execute("UPDATE requests SET sent_at=COALESCE(sent_at, ?) WHERE req_id=?", (time.time(), req_id))
 
     async def get_request(self, req_id):
         return await self._run(self._get_request, req_id)
