@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from typing import TYPE_CHECKING
 
 from .. import config as configmod
@@ -63,7 +64,8 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     def make_link(on_report, on_connect):
         return MqttLink(broker.host, broker.port, broker.username, broker.password,
                         on_report=on_report, on_connect=on_connect,
-                        backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)))
+                        backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)),
+                        identifier="xiaozhi-server-%s" % plane_id)
 
     store = conversation_store(config)
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
@@ -71,7 +73,8 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
                       public_host=config["server"].get("public_host"))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
-    plane = ControlPlane(registry, store, make_link, devices, pacer, node_id)
+    plane_id = node_id or "n" + uuid.uuid4().hex[:12]
+    plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id)
     plane.conversation_max_age_s = float(config["conversation"]["keep_hours"]) * 3600
     token = ctl.get("api_token")
     add_routes(app, plane, tokens=[token] if token else [],

@@ -84,3 +84,25 @@ async def test_a_lost_ack_is_asked_again_with_a_new_req_id_once_the_board_must_h
             return (await a.get("/api/devices/kid/schedules/wake"))[1]["state"] == "active"
         await eventually(active, 20)
     assert answer.seen[0] == s["last_req_id"] and len(answer.seen) == 2, answer.seen
+
+
+async def test_an_ack_sent_while_the_nodes_link_is_down_reaches_it_when_it_is_back(fleet, broker):
+    """The broker keeps the node's session (its subscriptions, and what
+    reaches them) while its link reconnects: the board's ack is recorded,
+    and nothing is sent again."""
+    [a] = await fleet(1)
+    link = a.server.control.link
+    async with MqttDevice(broker.port, "kid", answer=lambda r: None) as board:
+        status, s = await a.post("/api/devices/kid/schedules", {"alarm_id": "wake", "time": "07:30",
+                                                                 "pending_task": LESSON})
+        assert status == 201
+        _, request = await board.next_request()
+        await link.stop()
+        await board.publish_ack(proto.mqtt_ack(request["header"]["req_id"], True, proto.ACK_ACCEPTED, "accepted",
+                                               action=request["action"], device_id="kid"))
+        await link.start()
+
+        async def active():
+            return (await a.get("/api/devices/kid/schedules/wake"))[1]["state"] == "active"
+        await eventually(active, 10)
+        assert board.requests.empty()
