@@ -490,15 +490,14 @@ class ControlPlane:
         ours = ack["req_id"] in self._waiters
         if ours:
             self.pacer.acked(ack["req_id"])
-        recorded = None if req["ack"] is not None else await self.store.record_ack(ack["req_id"], ack)
+        schedule = None
+        if req["action"] == proto.ACTION_SET_ALARM:
+            schedule = (device_id, req["payload"]["alarm_id"], st.ACTIVE if ack["ok"] else st.FAILED)
+        recorded = None if req["ack"] is not None else await self.store.record_ack(ack["req_id"], ack, schedule)
         if recorded is not None:
             self.acks_recorded += 1
             log.info("ack from %s for %s %s: %s %s", device_id, req["action"], ack["req_id"], ack["code"],
                      ack["message"])
-            if req["action"] == proto.ACTION_SET_ALARM:
-                state = st.ACTIVE if ack["ok"] else st.FAILED
-                await self.store.set_schedule_state(device_id, req["payload"]["alarm_id"], state,
-                                                    only_if_req=ack["req_id"])
         elif ours or not self.store.shared:
             self.log_throttle.log(logging.INFO, "second ack", "ignored a second ack from %s for %s",
                                   device_id, ack["req_id"])

@@ -316,15 +316,23 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, ConversationRecords):
         row = self._db.execute("SELECT * FROM requests WHERE req_id=?", (req_id,)).fetchone()
         return _request(row) if row else None
 
-    async def record_ack(self, req_id, ack):
+    async def record_ack(self, req_id, ack, schedule=None):
         """Store the first ack of a request; the request (with its ack) for the
         caller that stored it, None when it is unknown or was acked already.
-        Every node reads every ack: the one that stores it does what follows."""
-        return await self._run(self._record_ack, req_id, ack)
+        Every node reads every ack: the one that stores it does what follows.
+        schedule: (device_id, alarm_id, state) set in the same transaction,
+        while that request is still the schedule's latest: a node that dies
+        right after cannot leave an ack recorded and its schedule pending."""
+        return await self._run(self._record_ack, req_id, ack, schedule)
 
-    def _record_ack(self, req_id, ack):
-        cur = self._db.execute("UPDATE requests SET ack=?, acked_at=? WHERE req_id=? AND ack IS NULL",
-                               (json.dumps(ack), time.time(), req_id))
+    def _record_ack(self, req_id, ack, schedule):
+        with self._db.transaction():
+            cur = self._db.execute("UPDATE requests SET ack=?, acked_at=? WHERE req_id=? AND ack IS NULL",
+                                   (json.dumps(ack), time.time(), req_id))
+            if cur.rowcount and schedule is not None:
+                device_id, alarm_id, state = schedule
+                self._db.execute("UPDATE schedules SET state=?, updated_at=? WHERE device_id=? AND alarm_id=? "
+                                 "AND last_req_id=?", (state, time.time(), device_id, alarm_id, req_id))
         return self._get_request(req_id) if cur.rowcount else None
 
     async def counts(self, device_id):
