@@ -117,7 +117,7 @@ async def _run(rig, devices_per_node, rounds, schedules, per_node, seconds):
             Figure("schedules lost", f["lost"], "", 0, "le"),
             Figure("schedules run twice", f["doubled"], "", 0, "le"),
             Figure("same req_id on the wire again", f["repeated_same_req_id"], "",
-                   note="a dead node's claim taken over; the board runs a req_id once"),
+                   note="a dead node's claim taken over, or a late ack's re-send; the board runs a req_id once"),
             Figure("all acked active after the broker came back", f["seconds"], "s")]
         for n in (1, 2, 3):
             p50, p99, turns, failed = await _first_audio(rig, n, per_node, seconds)

@@ -8,7 +8,9 @@ is dropped: it is what some client left on the broker, not news. When the broker
 reconnects with a growing back-off; while it is away `publish` fails at
 once with BrokerUnavailable instead of queueing (an immediate command must
 not fire hours later). `on_connect()` runs after every (re)connect so the
-owner can send what never got an ack.
+owner can send what never got an ack. Given an identifier, the link keeps
+its MQTT 5 session on the broker across reconnects (SESSION_EXPIRY_S), so
+reports sent while it reconnects are not lost to it.
 
 What one device may cost: each kind of report (ack, state) of one device
 passes a token bucket of REPORTS_PER_S with bursts of REPORTS_BURST, as a
