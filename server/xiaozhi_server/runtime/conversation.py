@@ -106,10 +106,12 @@ class Carry:
         self._saving = asyncio.ensure_future(self._save())
 
     async def _save(self) -> None:
+        store = self.store
+        assert store is not None    # changed() saves only with a store
         while True:
             self._again = False
             try:
-                await self.store.save_conversation(self.session.device_id, self.snapshot())
+                await store.save_conversation(self.session.device_id, self.snapshot())
             except Exception as e:
                 log.warning("[%s] conversation not saved: %s", self.session.device_id,
                             getattr(e, "message", None) or repr(e))

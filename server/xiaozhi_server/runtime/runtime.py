@@ -262,8 +262,9 @@ class AppRuntime:
         if task.reserved or task is self.registry.default():
             return
         self.explicit = True
-        self._enter(task, dict(params or {}), source if source in proto.SOURCE_PRIORITY else proto.SOURCE_VOICE)
-        self.history.append((time.monotonic(), task.key, self.source, "resumed"))
+        source = source if source in proto.SOURCE_PRIORITY else proto.SOURCE_VOICE
+        self._enter(task, dict(params or {}), source)
+        self.history.append((time.monotonic(), task.key, source, "resumed"))
 
     async def _current_running(self):
         """Does the active task still hold its priority? A finished one does not."""
