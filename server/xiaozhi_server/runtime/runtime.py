@@ -252,14 +252,20 @@ class AppRuntime:
 
     def resume(self, app_id: str, task_id: str | None, params: dict, source: str | None) -> None:
         """Be in the task a kept conversation was in (conversation.py), without
-        running its skills again: they ran on the connection before (a lesson
-        plays on the board by itself; its status skill says when it is over)."""
+        running its skills again: they ran on the connection before. Only a
+        task the device can say is still running (its status skill runs on
+        the device: a lesson plays on the board by itself, and the skill says
+        when it is over): a task of the server's alone (translation, a chat
+        game) would carry on over a board that rebooted meanwhile, which the
+        hello does not tell apart from one that moved. Those start again in
+        the default task, with the turns kept."""
         try:
             task = self.registry.find(app_id, task_id)
         except LookupError as e:
             log.info("[%s] kept task %s.%s not resumed: %s", self.session.device_id, app_id, task_id, e)
             return
-        if task.reserved or task is self.registry.default():
+        skill = task.status_skill
+        if task.reserved or task is self.registry.default() or not skill or skill["runs_on"] != "device":
             return
         self.explicit = True
         source = source if source in proto.SOURCE_PRIORITY else proto.SOURCE_VOICE
