@@ -5,7 +5,10 @@ their own (network namespaces, tests/testkit/fleet_rig.py; needs root).
    spread over the nodes by OTA; the node holding the most is killed -9
    and each of its devices is asked something at once: the time until the
    reply's first words show on the device (connect refused, OTA again,
-   another node, the reply). Repeated over `rounds` kills.
+   another node, the reply). Repeated over `rounds` kills. Conversations
+   continued: of those questions, how many reached the new node's LLM
+   with the device's turn before the kill (the child's words carry the
+   device's name, so each request is told apart).
 2. Schedules exactly once: `count` schedules stored through the nodes while
    the broker was down, sent when it is back, the node holding claims
    killed -9 mid-way (tests/testkit/fleet_schedules.py).
@@ -33,26 +36,45 @@ from .report import Figure, percentile  # noqa: E402
 RECONNECT_TARGET_S = 5.0
 
 
+def _carried(llm, question, earlier):
+    """Did the LLM request answering `question` hold the turn `earlier`?"""
+    for r in llm.requests:
+        said = [m.get("content") for m in r.messages]
+        if said and said[-1] == question:
+            return earlier in said
+    return False
+
+
 async def _reconnects(rig, devices_per_node, rounds):
-    devices = [await rig.device("b%02d" % i) for i in range(devices_per_node * len(rig.nodes))]
-    took = []
-    for _ in range(rounds):
+    """Seconds until each moved device was answered again; conversations
+    continued (their earlier turn in the new node's LLM request) and moved."""
+    names = ["b%02d" % i for i in range(devices_per_node * len(rig.nodes))]
+    devices = {name: await rig.device(name) for name in names}
+    took, continued, moved = [], 0, 0
+    for r in range(rounds):
         home = {}
-        for fw in devices:
-            home[fw] = node_of(await rig.ask(fw, "hello"))
+        for name, fw in devices.items():
+            mark = fw.mark()
+            home[name] = node_of(await rig.ask(fw, "hello, I am %s, round %d" % (name, r)))
+            # The child heard the whole answer before the node dies.
+            await fw.wait_event("subtitle", since=mark, role="assistant", text="Nice to talk with you.")
         victim = max(set(home.values()), key=lambda n: sum(1 for h in home.values() if h == n))
-        mine = [fw for fw, n in home.items() if n == victim]
+        mine = [name for name, n in home.items() if n == victim]
         rig.kill(victim)
         t0 = time.monotonic()
 
-        async def again(fw):
-            await rig.ask(fw, "are you there")
-            return time.monotonic() - t0
-        took += await asyncio.gather(*[again(fw) for fw in mine])
+        async def again(name):
+            question = "are you there, %s, round %d" % (name, r)
+            now = node_of(await rig.ask(devices[name], question))
+            return time.monotonic() - t0, _carried(rig.llms[now], question, "hello, I am %s, round %d" % (name, r))
+        for seconds, carried in await asyncio.gather(*[again(name) for name in mine]):
+            took.append(seconds)
+            continued += carried
+            moved += 1
         rig.start_node(victim)
-    for fw in devices:
+    for fw in devices.values():
         await fw.close()
-    return took
+    return took, continued, moved
 
 
 async def _first_audio(rig, nodes, per_node, seconds):
@@ -80,10 +102,12 @@ async def _first_audio(rig, nodes, per_node, seconds):
 
 async def _run(rig, devices_per_node, rounds, schedules, per_node, seconds):
     figures = []
-    took = await _reconnects(rig, devices_per_node, rounds)
+    took, continued, moved = await _reconnects(rig, devices_per_node, rounds)
     figures += [Figure("answered again after kill -9, p50", percentile(took, 50), "s", RECONNECT_TARGET_S),
                 Figure("answered again after kill -9, p99", percentile(took, 99), "s", RECONNECT_TARGET_S,
-                       note="%d devices over %d kills" % (len(took), rounds))]
+                       note="%d devices over %d kills" % (len(took), rounds)),
+                Figure("conversations continued after kill -9", continued, "", moved, "higher",
+                       note="of %d: the earlier turn in the new node's LLM request" % moved)]
     with rig.net.inside("parents"):
         f = await schedules_through_a_kill(rig, count=schedules)
         rig.start_node(f["killed"])
@@ -93,7 +117,7 @@ async def _run(rig, devices_per_node, rounds, schedules, per_node, seconds):
             Figure("schedules lost", f["lost"], "", 0, "le"),
             Figure("schedules run twice", f["doubled"], "", 0, "le"),
             Figure("same req_id on the wire again", f["repeated_same_req_id"], "",
-                   note="a dead node's claim taken over; the board runs a req_id once"),
+                   note="a dead node's claim taken over, or a late ack's re-send; the board runs a req_id once"),
             Figure("all acked active after the broker came back", f["seconds"], "s")]
         for n in (1, 2, 3):
             p50, p99, turns, failed = await _first_audio(rig, n, per_node, seconds)

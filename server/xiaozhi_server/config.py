@@ -185,6 +185,17 @@ DEFAULTS = {
         "per_address": 10,
         "per_prefix": 20,
     },
+    # Each device's recent turns, active app task and its state are kept in
+    # the control store, so the conversation goes on on whichever node the
+    # device reconnects to (docs/deploy.md). A child's words: kept keep_hours
+    # after the last turn, then purged; parents opt a device out with
+    # PUT /api/devices/{id}/conversation {"keep": false} (docs/api.md).
+    "conversation": {
+        "keep_hours": 24,
+        "max_turns": 10,
+        "max_bytes": 16384,
+        "keep_by_default": True,
+    },
     # Nodes sharing one store and one broker (docs/deploy.md). A node says it
     # lives every heartbeat_s; one silent for node_ttl_s is dropped (on
     # PostgreSQL a killed node is dropped at once: its connection ends).
@@ -291,10 +302,16 @@ def check(cfg: dict) -> None:
     workers = cfg.get("server", {}).get("workers", "auto")
     if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
+    conversation = cfg.get("conversation") or {}
+    if not isinstance(conversation.get("keep_by_default", True), bool):
+        raise ConfigError("conversation.keep_by_default must be true or false, got %r"
+                          % (conversation["keep_by_default"],))
+    numbers = [("conversation", k, v) for k, v in conversation.items() if k != "keep_by_default"]
     for section in ("limits", "fleet", "activation"):
-        for key, value in (cfg.get(section) or {}).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))
+        numbers += [(section, k, v) for k, v in (cfg.get(section) or {}).items()]
+    for section, key, value in numbers:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))
     db_url = (cfg.get("control") or {}).get("db_url")
     if db_url and not str(db_url).startswith(("postgresql://", "postgres://", "sqlite:///")):
         raise ConfigError("control.db_url must be postgresql://user:password@host/dbname (or sqlite:///path), "

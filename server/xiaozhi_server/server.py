@@ -69,6 +69,9 @@ class XiaozhiServer:
             self.services.family = self.control.family
             self.control.sessions_here = self.pool is None
             self.control.session_of = self._session_of
+            if self.pool is None:
+                # Sessions here keep their conversation in the control store (workers open their own).
+                self.services.conversations = self.control.store
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid

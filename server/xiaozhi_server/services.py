@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .mcp.tools import Tool
     from .pipeline.care import CarePort
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
+    from .runtime.port import ConversationStore
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ class Services:
         # What the family keeps per device (pipeline/care.py's CarePort):
         # the control store's, handed in by the server; None without one.
         self.care: CarePort | None = None
+        # Where each device's conversation is kept between connections (the
+        # control store, set by the server or the worker; None: not kept).
+        self.conversations: ConversationStore | None = None
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""

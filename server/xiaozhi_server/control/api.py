@@ -43,6 +43,9 @@ def routes():
         ("POST", PREFIX + "/credentials", "provision"),
         ("DELETE", PREFIX + "/credentials", "revoke"),
         ("GET", "/api/activations", "list_activations"),
+        ("GET", PREFIX + "/conversation", "get_conversation"),
+        ("PUT", PREFIX + "/conversation", "put_conversation"),
+        ("DELETE", PREFIX + "/conversation", "delete_conversation"),
         ("POST", "/api/activations/{code}", "approve"),
         ("DELETE", "/api/activations/{code}", "clear_activation"),
         ("GET", "/api/nodes", "nodes"),
@@ -222,6 +225,18 @@ class ControlApi(CareApi):
 
     async def device(self, request):
         return web.json_response(await self.plane.device(self._path(request, "device_id")), dumps=_dumps)
+
+    async def get_conversation(self, request):
+        return web.json_response(await self.plane.conversation(self._path(request, "device_id")), dumps=_dumps)
+
+    async def put_conversation(self, request):
+        body = await self._body(request)
+        return web.json_response(await self.plane.set_conversation(self._path(request, "device_id"), body),
+                                 dumps=_dumps)
+
+    async def delete_conversation(self, request):
+        return web.json_response(await self.plane.erase_conversation(self._path(request, "device_id")),
+                                 dumps=_dumps)
 
     async def provision(self, request):
         device_id = checks.device_id(self._path(request, "device_id"))

@@ -8,7 +8,9 @@ is dropped: it is what some client left on the broker, not news. When the broker
 reconnects with a growing back-off; while it is away `publish` fails at
 once with BrokerUnavailable instead of queueing (an immediate command must
 not fire hours later). `on_connect()` runs after every (re)connect so the
-owner can send what never got an ack.
+owner can send what never got an ack. Given an identifier, the link keeps
+its MQTT 5 session on the broker across reconnects (SESSION_EXPIRY_S), so
+reports sent while it reconnects are not lost to it.
 
 What one device may cost: each kind of report (ack, state) of one device
 passes a token bucket of REPORTS_PER_S with bursts of REPORTS_BURST, as a
@@ -22,6 +24,8 @@ import logging
 import time
 
 import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 from .. import protocol as proto
 from ..logthrottle import LogThrottle
@@ -33,6 +37,11 @@ log = logging.getLogger(__name__)
 
 REPORT_TOPICS = (proto.topic(proto.TOPIC_RPT_ACK, "+"), proto.topic(proto.TOPIC_RPT_STATE, "+"))
 PUBLISH_TIMEOUT_S = 3.0
+# The broker keeps this node's subscriptions and the reports sent to them
+# this long while its link is down (MQTT 5 session expiry): an ack a board
+# sends while the link reconnects (the broker restarted, the network
+# blinked) reaches this node when it is back, rather than no node at all.
+SESSION_EXPIRY_S = 120
 # Per device and kind of report. A board reports a state change at a time and
 # acks at most the 8 requests the pacer lets wait for it; the burst covers a
 # reconnect that sends its late acks and reports at once.
@@ -52,8 +61,11 @@ def report_of(topic):
 class MqttLink:
     def __init__(self, host, port, username=None, password=None, on_report=None, on_connect=None,
                  backoff_first_s=0.2, backoff_max_s=5.0, keepalive_s=30, log_interval_s=10.0,
-                 clock=time.monotonic):
+                 clock=time.monotonic, identifier=None):
+        """identifier: this node's MQTT client id, one per process (its session
+        on the broker); None: a new one at every connect, no session kept."""
         self.host, self.port = host, port
+        self.identifier = identifier
         self.transport = "tcp"      # "unix": host is the path of the broker's socket
         self.username, self.password = username, password
         self.on_report = on_report
@@ -111,7 +123,7 @@ class MqttLink:
             try:
                 async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
                                           keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
-                                          transport=self.transport) as client:
+                                          transport=self.transport, **self._session()) as client:
                     for t in REPORT_TOPICS:
                         await client.subscribe(t, qos=1)
                     self._client = client
@@ -132,6 +144,14 @@ class MqttLink:
                 self.connected.clear()
                 self._client = None
             await asyncio.sleep(self.backoff.next_ms() / 1000)
+
+    def _session(self):
+        if self.identifier is None:
+            return {}
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = SESSION_EXPIRY_S
+        return {"identifier": self.identifier, "protocol": aiomqtt.ProtocolVersion.V5, "clean_start": False,
+                "properties": props}
 
     def _dispatch(self, message):
         where = report_of(message.topic.value)

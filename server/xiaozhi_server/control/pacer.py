@@ -91,6 +91,9 @@ class Pacer:
     def hold(self, device_id, req_id):
         if not self.max_in_flight:
             return
+        # A request sent again (the same req_id) holds one slot, not two:
+        # the board acks it once.
+        self.acked(req_id)
         timer = asyncio.get_running_loop().call_later(self.slot_timeout_s, self.acked, req_id)
         self._held[req_id] = (device_id, timer)
 

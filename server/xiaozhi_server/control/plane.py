@@ -67,8 +67,13 @@ RECENT_ACKS = 10
 MAX_WAITERS = 1000
 # A state report re-sends a schedule request only once it has had this long to be acked...
 RESEND_AFTER_S = 2.0
-# ...and starts at most one re-send round per device in this long.
+# ...and starts at most one re-send round per device in this long. A re-send
+# repeats the request's req_id (the board runs one once), except that the
+# periodic sweep sends a new one for a request whose board reported at least
+# ACK_LOST_AFTER_S ago, after the request went out, and never acked it: the
+# board had it, its ack was lost, and it would drop a copy unanswered.
 RESEND_INTERVAL_S = 30.0
+ACK_LOST_AFTER_S = 10.0
 ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
 # Live schedules per device: the board keeps at most 8 alarms (firmware/app/entry/alarms.py MAX_ALARMS).
 MAX_SCHEDULES = 8
@@ -77,6 +82,8 @@ DISPATCH_EVERY_S = 0.5
 DISPATCH_BATCH = 50
 # A delivery given back because its device has no free pacing slot is due again after this long.
 BUSY_RETRY_S = 1.0
+# Conversations older than conversation.keep_hours are erased this often (by every node: it is one UPDATE).
+PURGE_EVERY_S = 600.0
 
 
 def new_req_id() -> str:
@@ -110,6 +117,8 @@ class ControlPlane(FamilyPlane):
         self._waiters: dict[str, asyncio.Future] = {}        # req_id -> Future of the ack
         self._dispatch_now = asyncio.Event()
         self._dispatcher: asyncio.Task | None = None
+        self._purger: asyncio.Task | None = None
+        self.conversation_max_age_s = 24 * 3600.0     # conversation.keep_hours (wiring.py)
         self.on_drain_asked: Callable[[], None] | None = None    # the server's, for the API's node drain
         self.acks_recorded = 0    # since start, by this node (logs, the bench: stored rows are pruned)
         self.delivered = 0        # schedule requests this node published (the bench)
@@ -134,13 +143,16 @@ class ControlPlane(FamilyPlane):
             await self.devices.start()
         await self.link.start()
         self._dispatcher = asyncio.create_task(self._dispatch_loop(), name="control-dispatch")
+        self._purger = asyncio.create_task(self._purge_loop(), name="conversation-purge")
         return self
 
     async def stop(self) -> None:
-        if self._dispatcher is not None:
-            self._dispatcher.cancel()
+        for task in (self._dispatcher, self._purger):
+            if task is None:
+                continue
+            task.cancel()
             try:
-                await self._dispatcher
+                await task
             except asyncio.CancelledError:
                 pass
         await self.link.stop()
@@ -175,7 +187,9 @@ class ControlPlane(FamilyPlane):
             await self.pacer.acquire(device_id, wait)
         try:
             await self.store.add_request(req_id, device_id, action, payload)
-            self._waiters[req_id] = asyncio.get_running_loop().create_future()
+            # A re-send of one request keeps its waiter (a `?wait=` caller may hold it).
+            if req_id not in self._waiters:
+                self._waiters[req_id] = asyncio.get_running_loop().create_future()
             while len(self._waiters) > MAX_WAITERS:
                 self._waiters.pop(next(iter(self._waiters))).cancel()
             # Stamped now, with no await before the publish: the board drops a
@@ -385,6 +399,45 @@ class ControlPlane(FamilyPlane):
         dropped = getattr(self.link, "dropped", None)
         return dropped.get(device_id, 0) if dropped is not None else 0
 
+    # ---- each device's conversation (kept so it goes on on another node) ----
+
+    async def conversation(self, device_id: str) -> dict:
+        """{"device_id", "keep": bool, "turns": n}: whether the device's
+        conversation is kept, and how many of the child's turns are now."""
+        checks.device_id(device_id)
+        return dict(await self.store.conversation_setting(device_id, self.conversation_max_age_s),
+                    device_id=device_id)
+
+    async def set_conversation(self, device_id: str, body: object) -> dict:
+        """{"keep": false} opts the device out (and erases what is kept); {"keep": true} in again."""
+        checks.device_id(device_id)
+        if not isinstance(body, dict) or not isinstance(body.get("keep"), bool):
+            raise BadRequest('keep: expected true or false ({"keep": false} stops keeping the conversation)')
+        extra = sorted(set(body) - {"keep", "turns"})
+        if extra:
+            raise BadRequest("%s: unknown field (expected keep)" % extra[0])
+        await self.store.set_conversation_keep(device_id, body["keep"])
+        log.info("conversation of %s: %s", device_id, "kept" if body["keep"] else "not kept (erased)")
+        return await self.conversation(device_id)
+
+    async def erase_conversation(self, device_id: str) -> dict:
+        """Erase the device's kept conversation now (whether it is kept from now on stays)."""
+        checks.device_id(device_id)
+        erased = await self.store.erase_conversation(device_id)
+        return dict(await self.conversation(device_id), erased=erased)
+
+    async def _purge_loop(self) -> None:
+        while True:
+            try:
+                n = await self.store.purge_conversations(self.conversation_max_age_s)
+                if n:
+                    log.info("erased %d conversations older than %.0f h", n, self.conversation_max_age_s / 3600)
+            except StoreUnavailable as e:
+                log.warning("old conversations wait to be erased: %s", e.message)
+            except Exception:
+                log.exception("erasing old conversations failed; trying again later")
+            await asyncio.sleep(PURGE_EVERY_S)
+
     # ---- the nodes sharing the store ----
 
     async def nodes(self) -> list[dict]:
@@ -440,7 +493,7 @@ class ControlPlane(FamilyPlane):
         # A device that reports is online: whatever it never acked goes again,
         # once per interval however often it reports and however many nodes read it.
         if await self.store.claim_resend_round(device_id, RESEND_INTERVAL_S):
-            await self.resend_unacked(device_id, RESEND_AFTER_S)
+            await self.resend_unacked(device_id, RESEND_AFTER_S, "its state report")
 
     async def _on_ack(self, device_id, ack):
         err = proto.validate("mqtt.ack", ack, "ack")
@@ -456,15 +509,14 @@ class ControlPlane(FamilyPlane):
         ours = ack["req_id"] in self._waiters
         if ours:
             self.pacer.acked(ack["req_id"])
-        recorded = None if req["ack"] is not None else await self.store.record_ack(ack["req_id"], ack)
+        schedule = None
+        if req["action"] == proto.ACTION_SET_ALARM:
+            schedule = (device_id, req["payload"]["alarm_id"], st.ACTIVE if ack["ok"] else st.FAILED)
+        recorded = None if req["ack"] is not None else await self.store.record_ack(ack["req_id"], ack, schedule)
         if recorded is not None:
             self.acks_recorded += 1
             log.info("ack from %s for %s %s: %s %s", device_id, req["action"], ack["req_id"], ack["code"],
                      ack["message"])
-            if req["action"] == proto.ACTION_SET_ALARM:
-                state = st.ACTIVE if ack["ok"] else st.FAILED
-                await self.store.set_schedule_state(device_id, req["payload"]["alarm_id"], state,
-                                                    only_if_req=ack["req_id"])
         elif ours or not self.store.shared:
             self.log_throttle.log(logging.INFO, "second ack", "ignored a second ack from %s for %s",
                                   device_id, ack["req_id"])
@@ -473,15 +525,25 @@ class ControlPlane(FamilyPlane):
             fut.set_result(ack)
 
     async def _on_connect(self):
-        await self.resend_unacked(min_age_s=RESEND_AFTER_S)
+        await self.resend_unacked(min_age_s=RESEND_AFTER_S, why="the broker connect")
 
-    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0) -> None:
+    async def resend_unacked(self, device_id: str | None = None, min_age_s: float = 0.0, why: str = "asked",
+                             ack_lost_after_s: float | None = None) -> None:
         """Send again every schedule request of the device (or of all) that never
-        got an ack and went out at least min_age_s ago, with a new req_id (the
-        device acks a req_id once, so a repeat of the old one could go
-        unanswered): they become due, and the dispatchers of the nodes send each once."""
+        got an ack and went out at least min_age_s ago, with its own req_id:
+        its ack may only be late (the board away, its request waiting in the
+        broker), and the board runs a req_id once, so a schedule is never set
+        twice. They become due, and the dispatchers of the nodes send each once.
+        ack_lost_after_s (the periodic sweep): a request its board must have
+        had, since the board reported well after it went out, goes with a new
+        req_id (store_deliveries.mark_due): its ack was lost, and the board
+        would drop the copy unanswered."""
         try:
-            if await self.store.mark_due(device_id, min_age_s):
+            n = await self.store.mark_due(device_id, min_age_s, ack_lost_after_s)
+            if n:
+                # Which re-send sent a schedule twice, if one did, is read here.
+                log.info("%d unacked schedule requests%s due again (after %s)", n,
+                         " of %s" % device_id if device_id else "", why)
                 self._dispatch_now.set()
         except StoreUnavailable as e:
             log.warning("could not look for unacked schedules: %s", e.message)
@@ -503,7 +565,8 @@ class ControlPlane(FamilyPlane):
                 continue
             if loop.time() - swept >= RESEND_INTERVAL_S:
                 swept = loop.time()
-                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S)
+                await self.resend_unacked(min_age_s=RESEND_INTERVAL_S, why="the periodic sweep",
+                                          ack_lost_after_s=ACK_LOST_AFTER_S)
             try:
                 while await self.dispatch_once() == DISPATCH_BATCH:
                     pass

@@ -230,6 +230,22 @@ CREATE TABLE lesson_reports (
 )
 """
 
+# Each device's conversation, so it goes on on another node
+# (store_conversations.py). keep = 0: the parents opted out, nothing else kept.
+_CONVERSATIONS = """
+CREATE TABLE conversations (
+    device_id TEXT PRIMARY KEY,
+    keep INTEGER NOT NULL DEFAULT 1,
+    turns TEXT,
+    turn_count INTEGER NOT NULL DEFAULT 0,
+    app_id TEXT,
+    task_id TEXT,
+    app_state TEXT,
+    updated_at DOUBLE PRECISION
+);
+CREATE INDEX conversations_by_age ON conversations (updated_at)
+"""
+
 
 def _add_missed(db):
     # SQLite files of the release before migrations may have it already
@@ -253,10 +269,11 @@ MIGRATIONS = (
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
     Migration(5, "device names and limits, usage per day", _FAMILY, _FAMILY),
     Migration(6, "blocked topics, safety flags, privacy, transcripts and memory of each device", _CARE, _CARE),
+    Migration(7, "each device's conversation, kept to go on on another node", _CONVERSATIONS, _CONVERSATIONS),
     Migration(8, "who asked for each activation code (address, device-id prefix)",
               _ACTIVATION_SOURCES, _ACTIVATION_SOURCES),
 )
-LATEST = MIGRATIONS[-1].version
+LATEST = max(m.version for m in MIGRATIONS)
 
 
 def _script(db, text):

@@ -5,9 +5,10 @@ activation codes waiting for a parent (store_devices.py); the delivery of
 each schedule to its device (store_deliveries.py); and what nodes share
 (store_fleet.py: the nodes, which node serves a device, the server secret);
 the name and limits a family sets per device and the child's usage per
-day (store_family.py); and what the companion keeps and guards per child
+day (store_family.py); what the companion keeps and guards per child
 (`store.care`, store_care.py: blocked topics, safety flags, privacy,
-transcripts, the chat app's memory).
+transcripts, the chat app's memory); and each device's conversation, so
+it goes on on another node (store_conversations.py).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
@@ -42,6 +43,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import schema, sql
+from .store_conversations import ConversationRecords
 from .store_deliveries import DeliveryRecords
 from .store_devices import DeviceRecords
 from .store_family import FamilyRecords
@@ -92,7 +94,7 @@ def _request(row):
             "ack": json.loads(row["ack"]) if row["ack"] else None, "acked_at": row["acked_at"]}
 
 
-class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords):
+class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, ConversationRecords):
     def __init__(self, target):
         """target: a SQLite file path (or sqlite:/// URL), or a postgresql:// URL."""
         self.target = str(target)
@@ -311,7 +313,9 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords):
         await self._run(self._mark_sent, req_id)
 
     def _mark_sent(self, req_id):
-        self._db.execute("UPDATE requests SET sent_at=? WHERE req_id=?", (time.time(), req_id))
+        # The first time it went out: a re-send of the same request keeps it
+        # (a board that reported after it must have had it: store_deliveries.mark_due).
+        self._db.execute("UPDATE requests SET sent_at=COALESCE(sent_at, ?) WHERE req_id=?", (time.time(), req_id))
 
     async def get_request(self, req_id):
         return await self._run(self._get_request, req_id)
@@ -320,15 +324,23 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords):
         row = self._db.execute("SELECT * FROM requests WHERE req_id=?", (req_id,)).fetchone()
         return _request(row) if row else None
 
-    async def record_ack(self, req_id, ack):
+    async def record_ack(self, req_id, ack, schedule=None):
         """Store the first ack of a request; the request (with its ack) for the
         caller that stored it, None when it is unknown or was acked already.
-        Every node reads every ack: the one that stores it does what follows."""
-        return await self._run(self._record_ack, req_id, ack)
+        Every node reads every ack: the one that stores it does what follows.
+        schedule: (device_id, alarm_id, state) set in the same transaction,
+        while that request is still the schedule's latest: a node that dies
+        right after cannot leave an ack recorded and its schedule pending."""
+        return await self._run(self._record_ack, req_id, ack, schedule)
 
-    def _record_ack(self, req_id, ack):
-        cur = self._db.execute("UPDATE requests SET ack=?, acked_at=? WHERE req_id=? AND ack IS NULL",
-                               (json.dumps(ack), time.time(), req_id))
+    def _record_ack(self, req_id, ack, schedule):
+        with self._db.transaction():
+            cur = self._db.execute("UPDATE requests SET ack=?, acked_at=? WHERE req_id=? AND ack IS NULL",
+                                   (json.dumps(ack), time.time(), req_id))
+            if cur.rowcount and schedule is not None:
+                device_id, alarm_id, state = schedule
+                self._db.execute("UPDATE schedules SET state=?, updated_at=? WHERE device_id=? AND alarm_id=? "
+                                 "AND last_req_id=?", (state, time.time(), device_id, alarm_id, req_id))
         return self._get_request(req_id) if cur.rowcount else None
 
     async def counts(self, device_id):

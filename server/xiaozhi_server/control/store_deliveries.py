@@ -2,9 +2,10 @@
 time (mixed into store.Store, same connection and worker thread).
 
 A schedule whose SET_ALARM / UNSET_ALARM is owed has `due_at` set: a
-parent's write makes it due at once, and a re-send round (the broker came
-back, the device reported while something it never acked waits) makes the
-unacked ones due again. A node sends a due schedule only after claiming it:
+parent's write makes it due at once (a new request), and a re-send round
+(the broker came back, the device reported while something it never acked
+waits) makes the unacked ones due again, as the same request. A node
+sends a due schedule only after claiming it:
 
     rows = claim_due(node_id, limit)      # FOR UPDATE SKIP LOCKED on PostgreSQL
     row = claim_one(device_id, alarm_id, node_id)
@@ -91,15 +92,33 @@ class DeliveryRecords:
                              (retry_in_s, device_id, alarm_id, req_id))
         await self._run(give_back)
 
-    async def mark_due(self, device_id=None, min_age_s=0.0):
+    async def mark_due(self, device_id=None, min_age_s=0.0, ack_lost_after_s=None):
         """Make due again every schedule of the device (or of all) whose latest
         SET_ALARM / UNSET_ALARM has no ack and went out at least min_age_s ago
-        (or never): a re-send, with a new req_id. How many were made due."""
+        (or never): a re-send of that same request, req_id and all. Its ack
+        may only be late (the broker holds the request for a board that is
+        away, or the node that read the ack died before recording it): the
+        board runs a req_id once, so it drops the copy.
+
+        With ack_lost_after_s, a request the board cannot still be about to
+        answer goes with a new req_id instead: its device reported after the
+        request went out, and that report is ack_lost_after_s old. The board
+        was online, so it had the request; no ack came, so the ack was lost,
+        and the board would drop the same req_id without a word. Setting an
+        alarm again sets it once (alarms are keyed by alarm_id). How many
+        were made due."""
         def mark():
-            sql = ("UPDATE schedules SET due_at = %s WHERE state IN ('pending_ack', 'deleted') AND due_at IS NULL "
+            lost = "0 = 1"
+            args = []
+            if ack_lost_after_s is not None:
+                lost = ("EXISTS (SELECT 1 FROM device_states d JOIN requests r ON r.req_id = schedules.last_req_id "
+                        "WHERE d.device_id = schedules.device_id AND d.received_at > r.sent_at AND d.received_at < ?)")
+                args.append(time.time() - ack_lost_after_s)
+            sql = ("UPDATE schedules SET due_at = %s, claim_req_id = CASE WHEN %s THEN NULL ELSE last_req_id END "
+                   "WHERE state IN ('pending_ack', 'deleted') AND due_at IS NULL "
                    "AND NOT EXISTS (SELECT 1 FROM requests r WHERE r.req_id = schedules.last_req_id "
-                   "AND (r.ack IS NOT NULL OR r.sent_at > ?))" % self._db.now)
-            args = [time.time() - min_age_s]
+                   "AND (r.ack IS NOT NULL OR r.sent_at > ?))" % (self._db.now, lost))
+            args.append(time.time() - min_age_s)
             if device_id is not None:
                 sql += " AND device_id = ?"
                 args.append(device_id)

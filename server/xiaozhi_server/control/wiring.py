@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from typing import TYPE_CHECKING, cast
 
 from .. import config as configmod
@@ -40,6 +41,15 @@ def auth_dir(config: dict) -> str:
     return config["mqtt"].get("auth_dir") or os.path.join(os.path.dirname(_db_path(config)) or ".", "mqtt")
 
 
+def conversation_store(config: dict) -> Store:
+    """The control store (not open yet), keeping devices' conversations as
+    the config's `conversation` section says: the control plane's, and each
+    worker process's own connection to it (shard/worker.py)."""
+    store = Store(db_target(config))
+    store.keep_conversations_by_default = bool(config["conversation"]["keep_by_default"])
+    return store
+
+
 def broker(config: dict) -> Broker:
     """The Broker: the configured one (mqtt.url), else one started here on
     loopback that keeps the device logins (dynamic security)."""
@@ -58,9 +68,10 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     def make_link(on_report, on_connect):
         return MqttLink(broker.host, broker.port, broker.username, broker.password,
                         on_report=on_report, on_connect=on_connect,
-                        backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)))
+                        backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)),
+                        identifier="xiaozhi-server-%s" % plane_id)
 
-    store = Store(db_target(config))
+    store = conversation_store(config)
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
     act = config["activation"]
@@ -69,7 +80,9 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
                       activation_limits=ActivationLimits(int(act["max_waiting"]), int(act["per_address"]),
                                                          int(act["per_prefix"])))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
-    plane = ControlPlane(registry, store, make_link, devices, pacer, node_id, family(config, store))
+    plane_id = node_id or "n" + uuid.uuid4().hex[:12]
+    plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id, family(config, store))
+    plane.conversation_max_age_s = float(config["conversation"]["keep_hours"]) * 3600
     token = ctl.get("api_token")
     add_routes(app, plane, tokens=[token] if token else [],
                token_required=not configmod.is_loopback(config["server"]["host"]))

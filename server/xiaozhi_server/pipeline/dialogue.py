@@ -44,6 +44,8 @@ class Dialogue:
         self.language = language
         self.tool_policy: Policy = None      # None = every tool; else allowed names
         self.last_error: LlmError | None = None
+        # Called each time the history grew by a turn (the conversation is kept elsewhere too).
+        self.on_turn: Callable[[], None] | None = None
 
     def _messages(self, turn=()):
         return [{"role": "system", "content": self.system_prompt}] + self.history + list(turn)
@@ -54,9 +56,14 @@ class Dialogue:
         if len(starts) > self.history_turns:
             self.history = self.history[starts[-self.history_turns]:]
 
+    def _grew(self, turn: list[dict]) -> None:
+        self.history.extend(turn)
+        if self.on_turn is not None:
+            self.on_turn()
+
     def add_assistant_line(self, text: str) -> None:
         """Something the server said on its own (an opener) joins the history."""
-        self.history.append({"role": "assistant", "content": text})
+        self._grew([{"role": "assistant", "content": text}])
 
     async def reply(self, user_text: str, on_emotion: Callable[[str], Awaitable[None]] | None = None,
                     gate: asyncio.Future | None = None) -> AsyncIterator[str]:
@@ -108,7 +115,7 @@ class Dialogue:
                 if said:
                     turn.append({"role": "assistant", "content": said})
                     if gate is None or await asyncio.shield(gate):
-                        self.history.extend(turn)
+                        self._grew(turn)
                 elif self.last_error is not None:
                     self.last_error = None
                     line = self.lines.get("llm_failed", language)
@@ -132,9 +139,9 @@ class Dialogue:
             if ended is not None:
                 if ended.say:
                     turn.append({"role": "assistant", "content": ended.say})
-                self.history.extend(turn)
+                self._grew(turn)
                 if ended.say:
                     yield ended.say
                 return
-            self.history.extend(turn)
+            self._grew(turn)
             turn = []

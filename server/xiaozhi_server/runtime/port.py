@@ -7,7 +7,9 @@ runtime and calls it directly) and a test can drive the runtime with
 anything that has these members. A new need of the runtime is a member
 added here first, then to session/session.py, which implements it.
 ModeDriver is what a mode's handler uses of the runtime, so modes.py and
-runtime.py do not import each other either.
+runtime.py do not import each other either. ConversationStore is what the
+runtime uses of the control store (a device's conversation, kept between
+connections), so neither the runtime nor the session imports control/.
 """
 from __future__ import annotations
 
@@ -80,6 +82,16 @@ class SessionPort(Protocol):
     async def greet(self, text: str) -> None: ...
 
     def farewell(self, text: str) -> None: ...
+
+
+class ConversationStore(Protocol):
+    """Where a device's conversation is kept between its connections, on
+    whichever node they are (control/store_conversations.py implements it;
+    the server hands it to the sessions through Services.conversations)."""
+
+    async def load_conversation(self, device_id: str, max_age_s: float) -> dict | None: ...
+
+    async def save_conversation(self, device_id: str, context: dict) -> bool: ...
 
 
 class ModeDriver(Protocol):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .. import protocol as proto
 from ..protocol import priority
 from ..pipeline.listener import committed
+from .conversation import Carry
 from .lessons import lesson_names
 from .memory import Memory
 from .modes import HANDLERS
@@ -33,7 +34,7 @@ from .registry import Registry, RegistryError, skill_args
 
 if TYPE_CHECKING:
     from ..pipeline.listener import Utterance
-    from .port import SessionPort
+    from .port import ConversationStore, SessionPort
     from .registry import Task
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ class TaskError(Exception):
 
 
 class AppRuntime:
-    def __init__(self, session: SessionPort, registry: Registry, config: dict, llm_configured: bool = True) -> None:
+    def __init__(self, session: SessionPort, registry: Registry, config: dict, llm_configured: bool = True,
+                 conversations: ConversationStore | None = None) -> None:
         self.session = session
         self.registry = registry
         self.cfg = config["apps"]
@@ -97,6 +99,10 @@ class AppRuntime:
         self.memory = Memory(session, self._prompt_again)     # the chat app's memory of the child
         self.memory.start()
         self._skills_task: asyncio.Task | None = None
+        # The conversation kept between connections (conversation.py): the
+        # history grows, the task switches, it is saved.
+        self.carry = Carry(conversations, config["conversation"], session, self)
+        session.dialogue.on_turn = self.carry.changed
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
         # translating itself is the TRANSLATION mode's (modes.py).
@@ -247,6 +253,28 @@ class AppRuntime:
         self._enter(task, {}, proto.SOURCE_DEFAULT_CHAT)
         self.history.append((time.monotonic(), task.key, proto.SOURCE_DEFAULT_CHAT, "adopted"))
 
+    def resume(self, app_id: str, task_id: str | None, params: dict, source: str | None) -> None:
+        """Be in the task a kept conversation was in (conversation.py), without
+        running its skills again: they ran on the connection before. Only a
+        task the device can say is still running (its status skill runs on
+        the device: a lesson plays on the board by itself, and the skill says
+        when it is over): a task of the server's alone (translation, a chat
+        game) would carry on over a board that rebooted meanwhile, which the
+        hello does not tell apart from one that moved. Those start again in
+        the default task, with the turns kept."""
+        try:
+            task = self.registry.find(app_id, task_id)
+        except LookupError as e:
+            log.info("[%s] kept task %s.%s not resumed: %s", self.session.device_id, app_id, task_id, e)
+            return
+        skill = task.status_skill
+        if task.reserved or task is self.registry.default() or not skill or skill["runs_on"] != "device":
+            return
+        self.explicit = True
+        source = source if source in proto.SOURCE_PRIORITY else proto.SOURCE_VOICE
+        self._enter(task, dict(params or {}), source)
+        self.history.append((time.monotonic(), task.key, source, "resumed"))
+
     async def _current_running(self):
         """Does the active task still hold its priority? A finished one does not."""
         if self.task is None:
@@ -292,6 +320,7 @@ class AppRuntime:
         d = self.session.dialogue
         d.tool_policy = task.policy()
         d.system_prompt = system_prompt(self.prompts, task, self.memory.prompt())
+        self.carry.changed()
 
     def _prompt_again(self):
         if self.task is not None:

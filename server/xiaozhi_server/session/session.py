@@ -226,6 +226,9 @@ class Session:
         if (msg.get("features") or {}).get("mcp"):
             self.spawn(self._start_device_mcp())
         self._start_runtime()
+        # Before the device's first words are read: they may follow on from
+        # what it said on another node (runtime/conversation.py).
+        await self.runtime.carry.restore()
         await self.services.on_session_ready(self)
         return True
 
@@ -233,7 +236,8 @@ class Session:
         """The session's App Runtime: the default app at once, its own tools,
         the device's app/start_task, and the opener once the device is ready."""
         runtime = self.runtime = AppRuntime(self, self.services.registry, self.services.config,
-                                            llm_configured=self.services.llm_configured)
+                                            llm_configured=self.services.llm_configured,
+                                            conversations=self.services.conversations)
         runtime.adopt_default()
         for tool in runtime_tools(self, runtime):
             self.tools.add(tool)

@@ -86,15 +86,18 @@ async def _build(settings, config, listen_fds):
         from ..control import wiring
         from ..control.credentials import Credentials
         ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
-        # The family's limits and usage and the care records (blocked topics,
-        # transcripts, memory) live in the control store the primary
-        # migrated: this worker's own connection.
-        services.family = wiring.family(config)
+        # The family's limits and usage, the care records (blocked topics,
+        # transcripts, memory) and the devices' conversations live in the
+        # control store the primary migrated: this worker's own connection.
+        store = wiring.conversation_store(config)
+        services.family = wiring.family(config, store)
         try:
-            store = await services.family.store.open()
+            await store.open()
             services.care = store.care
+            services.conversations = store
         except Exception as e:      # the talk goes on; the lexicon still filters
-            log.warning("the control store is not reachable (%s): no limits, blocked topics, transcripts or memory", e)
+            log.warning("the control store is not reachable (%s): no limits, blocked topics, transcripts, "
+                        "memory or kept conversations", getattr(e, "message", None) or e)
             store = None
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
     return services, mcp, ws, store

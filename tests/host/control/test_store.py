@@ -184,3 +184,16 @@ async def test_a_database_newer_than_this_release_is_refused(control_db):
     await store.close()
     with pytest.raises(schema.SchemaError, match="newer than this release"):
         await Store(control_db()).open()
+
+
+async def test_an_ack_and_its_schedules_state_are_stored_together(store):
+    """The node that records an ack sets the schedule's state in the same
+    transaction: none can die between the two and leave it pending for ever."""
+    assert await store.create_schedule(_sched("d1", "a1"), 8) == "ok"
+    [claimed] = await store.claim_due("n1")
+    req_id = claimed["claim_req_id"]
+    await store.add_request(req_id, "d1", "SET_ALARM", {"alarm_id": "a1"})
+    assert await store.record_ack(req_id, {"ok": True}, ("d1", "a1", "active"))
+    assert (await store.get_schedule("d1", "a1"))["state"] == "active"
+    assert await store.record_ack(req_id, {"ok": False}, ("d1", "a1", "failed")) is None
+    assert (await store.get_schedule("d1", "a1"))["state"] == "active", "only the first ack decides"

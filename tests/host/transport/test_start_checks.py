@@ -24,6 +24,8 @@ def run_server(tmp_path, yaml_text, *args):
     ('auth:\n  tokens: "s3cret"\n', "auth.tokens must be a list"),
     ('auth:\n  tokens: [" s3cret"]\n', "spaces around it"),
     ('limits:\n  ws_text_per_s: 0\n', "limits.ws_text_per_s must be a positive number"),
+    ('conversation:\n  keep_hours: 0\n', "conversation.keep_hours must be a positive number"),
+    ('conversation:\n  keep_by_default: "no"\n', "conversation.keep_by_default must be true or false"),
     ('server:\n  workers: 0\n', 'server.workers must be "auto" or a whole number of at least 1, got 0'),
     ('server:\n  workers: "2"\n', "server.workers must be"),
 ])

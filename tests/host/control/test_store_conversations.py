@@ -1,0 +1,82 @@
+"""Each device's conversation in the control store, on both back-ends: kept
+per device, replaced by the latest save, not kept for a device opted out,
+older than the retention neither read nor kept, erased and forgotten."""
+import pytest
+
+from xiaozhi_server.control.store import Store
+
+DAY = 24 * 3600.0
+
+
+def _context(*pairs, app_id="chat", task_id="conversation"):
+    turns = []
+    for q, a in pairs:
+        turns += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    return {"turns": turns, "app_id": app_id, "task_id": task_id, "app_state": {"params": {}, "source": "voice"}}
+
+
+@pytest.fixture
+async def store(control_db):
+    s = await Store(control_db()).open()
+    yield s
+    await s.close()
+
+
+async def test_the_latest_save_of_each_device_is_read_back(store):
+    assert await store.load_conversation("d1", DAY) is None
+    assert await store.save_conversation("d1", _context(("hi", "hello")))
+    assert await store.save_conversation("d1", _context(("hi", "hello"), ("你叫什么", "我叫小智"),
+                                                        app_id="english_learning", task_id="repeater"))
+    await store.save_conversation("d2", _context(("other", "child")))
+    got = await store.load_conversation("d1", DAY)
+    assert [m["content"] for m in got["turns"]] == ["hi", "hello", "你叫什么", "我叫小智"]
+    assert (got["app_id"], got["task_id"], got["app_state"]["source"]) == ("english_learning", "repeater", "voice")
+    assert await store.conversation_setting("d1", DAY) == {"keep": True, "turns": 2}
+
+
+async def test_an_opted_out_device_has_nothing_kept(store):
+    await store.save_conversation("d1", _context(("my name is Lily", "hello Lily")))
+    await store.set_conversation_keep("d1", False)
+    assert await store.load_conversation("d1", DAY) is None
+    assert not await store.save_conversation("d1", _context(("secret", "ok")))
+    assert await store.load_conversation("d1", DAY) is None
+    assert await store.conversation_setting("d1", DAY) == {"keep": False, "turns": 0}
+    # Opted in again: kept from the next save on, nothing of before comes back.
+    await store.set_conversation_keep("d1", True)
+    assert await store.load_conversation("d1", DAY) is None
+    assert await store.save_conversation("d1", _context(("again", "yes")))
+    assert [m["content"] for m in (await store.load_conversation("d1", DAY))["turns"]] == ["again", "yes"]
+
+
+async def test_nothing_is_kept_by_default_when_so_configured(store):
+    store.keep_conversations_by_default = False
+    assert not await store.save_conversation("d1", _context(("hi", "hello")))
+    assert await store.conversation_setting("d1", DAY) == {"keep": False, "turns": 0}
+    await store.set_conversation_keep("d1", True)
+    assert await store.save_conversation("d1", _context(("hi", "hello")))
+    assert (await store.conversation_setting("d1", DAY))["turns"] == 1
+
+
+async def test_old_conversations_are_not_read_and_are_purged(store):
+    await store.save_conversation("old", _context(("yesterday", "yes")))
+    await store.save_conversation("new", _context(("now", "yes")))
+    await store._run(lambda: store._db.execute("UPDATE conversations SET updated_at = updated_at - ? "
+                                               "WHERE device_id = 'old'", (2 * DAY,)))
+    assert await store.load_conversation("old", DAY) is None
+    assert await store.conversation_setting("old", DAY) == {"keep": True, "turns": 0}
+    assert await store.purge_conversations(DAY) == 1
+    rows = await store._run(lambda: store._db.execute(
+        "SELECT device_id FROM conversations WHERE turns IS NOT NULL").fetchall())
+    assert [r[0] for r in rows] == ["new"]
+
+
+async def test_erase_keeps_the_setting_and_forget_removes_the_device(store):
+    await store.save_conversation("d1", _context(("hi", "hello")))
+    assert await store.erase_conversation("d1")
+    assert not await store.erase_conversation("d1")
+    assert await store.load_conversation("d1", DAY) is None
+    await store.set_conversation_keep("d1", False)
+    await store.forget_conversation("d1")
+    rows = await store._run(lambda: store._db.execute("SELECT COUNT(*) FROM conversations").fetchone()[0])
+    assert rows == 0
+    assert await store.conversation_setting("d1", DAY) == {"keep": True, "turns": 0}
