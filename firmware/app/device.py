@@ -16,6 +16,9 @@
 #   next wake reconnects (and, if configured, a background retry with
 #   backoff); a connect that fails asks OTA again (its server may be gone)
 #   and tries the server it names.
+# - a server certificate the board refuses (lib/trust.py; WebSocket or MQTT,
+#   the `untrusted` event): said aloud once per channel per boot (the
+#   `server_untrusted` prompt) and never retried in plain.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
@@ -28,6 +31,7 @@ import os
 
 import log
 import proto
+import trust
 from app import heap
 from app.events import Bus
 from app.player import mp3_backend, player as player_mod
@@ -77,6 +81,9 @@ class Device:
         self.board = board
         self.cfg = cfg
         self.bus = bus or Bus()
+        trust.configure((cfg.get("tls") or {}).get("ca_file", ""))
+        self._told_untrusted = []     # channels whose refused certificate was said aloud
+        self.bus.listen(self._untrusted)
         self.state = DeviceState()
         self.state.listen(self._state_changed)
         self.power = PowerPath(board, self.bus)
@@ -119,6 +126,18 @@ class Device:
         self.bus.emit("player", state=event, name=info["name"], repeat_left=info["repeat_left"],
                       **{"pass": info["pass"]})
         self.entry.player_event(event)
+
+    def _untrusted(self, ev):
+        # A refused server certificate: the child hears why the companion is
+        # silent, once per channel (MQTT retries on its backoff).
+        if ev["event"] != "untrusted" or ev["channel"] in self._told_untrusted:
+            return
+        self._told_untrusted.append(ev["channel"])
+        asyncio.create_task(self._say_untrusted())
+
+    async def _say_untrusted(self):
+        frames = await self.entry.say("server_untrusted")
+        self.bus.emit("prompt", key="server_untrusted", frames=frames)
 
     # ---- boot and main loop ----
 
@@ -277,6 +296,8 @@ class Device:
             if self.ws_url != old:
                 _log.info("OTA moved us to %s", self.ws_url)
                 ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
+        if not ok and self.channel.close_reason == "untrusted":
+            self.bus.emit("untrusted", channel="websocket", reason=self.channel.refusal)
         if not ok:
             self.bus.emit("error", message="cannot reach the server")
             self.state.go(proto.STATE_IDLE)

@@ -18,6 +18,11 @@ the link's session. It ends with
 the server, even one killed with SIGKILL (setpriv --pdeathsig): a broker left
 behind would hold the port with the old files and no one to reload it.
 
+With a certificate (config `tls`, given here as `tls`) it also listens
+with TLS on server.host:`mqtt.tls_port` (8883), with the same logins and
+ACL as the plain port, which stays on loopback: devices are handed
+mqtts:// (`device_url`).
+
 Its log (a file, not a pipe nobody may read) is read here as it grows:
 "Client X already connected, closing old connection" is a session takeover,
 handed to `on_takeover(device_id)` (two boards with one device id fight
@@ -105,10 +110,12 @@ def listening(host, port, timeout=0.2):
 
 
 class Broker:
-    def __init__(self, url=None, port=None, credentials=None):
+    def __init__(self, url=None, port=None, credentials=None, tls=None):
         """credentials: a loaded credentials.Credentials for the broker started
-        here (the server's own user, the password file and the ACL)."""
+        here (the server's own user, the password file and the ACL).
+        tls: {"cert", "key", "host", "port"} for its TLS listener, or None."""
         self.configured = bool(url)
+        self.tls = tls if tls and tls.get("cert") and not url else None
         self.host, self.port, self.username, self.password = parse_url(
             url or "mqtt://%s:%d" % (DEFAULT_HOST, port or DEFAULT_PORT))
         self.credentials = credentials
@@ -128,6 +135,29 @@ class Broker:
     @property
     def url(self):
         return "mqtt://%s:%d" % (self.host, self.port)
+
+    def device_url(self, host):
+        """The broker as a device at `host` reaches it: mqtts:// on the TLS
+        listener when there is one."""
+        if self.tls is not None:
+            return "mqtts://%s:%d" % (host, self.tls["port"])
+        return "mqtt://%s:%d" % (host, self.port)
+
+    def listeners(self):
+        """(url, secure, bind address) of each listener of the broker started here."""
+        out = [(self.url, False, self.host)]
+        if self.link_port is not None:
+            out.append(("mqtt://127.0.0.1:%d (the server's own link)" % self.link_port, False, "127.0.0.1"))
+        if self.tls is not None:
+            out.append(("mqtts://%s:%d" % (self.tls["host"], self.tls["port"]), True, self.tls["host"]))
+        return out
+
+    def _tls_reachable(self):
+        if self.tls is None:
+            return True
+        host = self.tls["host"]
+        return listening("127.0.0.1" if host in ("0.0.0.0", "", "::", "[::]") else host.strip("[]"),
+                         self.tls["port"])
 
     def server_address(self):
         """(host, port, transport) the server's own link connects to: its own
@@ -173,6 +203,8 @@ class Broker:
                     "log_type notice\nlog_type information\nmax_packet_size %d\n" % (self.log_path, MAX_PACKET_BYTES))
             if self.credentials is None:
                 f.write("listener %d %s\nallow_anonymous true\n" % (self.port, self.host))
+                if self.tls is not None:
+                    f.write(self._tls_listener() + "allow_anonymous true\n")
             else:
                 f.write(self._authenticated_listeners())
         # Now and then (a few starts in a hundred on a busy machine) a mosquitto
@@ -183,7 +215,7 @@ class Broker:
                 *_ending_with_us(exe), "-c", conf, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE)
             for _ in range(150):
-                if listening(self.host, self.port) and \
+                if listening(self.host, self.port) and self._tls_reachable() and \
                         (self.link_port is None or listening("127.0.0.1", self.link_port)):
                     log.info("started mosquitto on %s:%d", self.host, self.port)
                     self._reader = asyncio.create_task(self._follow_log(), name="mosquitto-log")
@@ -221,11 +253,20 @@ class Broker:
                                                       os.path.abspath(self.credentials.acl_path))
         # Started by root, mosquitto would switch to its own user and lose
         # the 0600 files: it runs as whoever runs the server.
+        devices = "allow_anonymous false\nuse_username_as_clientid true\n" + files
         return ("user %s\nper_listener_settings true\n"
-                "listener %d %s\nallow_anonymous false\nuse_username_as_clientid true\n%s"
-                "listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\nacl_file %s\n"
-                % (pwd.getpwuid(os.getuid()).pw_name, self.port, self.host, files, self.link_port, server_passwd,
-                   os.path.abspath(self.credentials.acl_path)))
+                "listener %d %s\n%s"
+                "listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\nacl_file %s\n%s"
+                % (pwd.getpwuid(os.getuid()).pw_name, self.port, self.host, devices, self.link_port, server_passwd,
+                   os.path.abspath(self.credentials.acl_path),
+                   self._tls_listener() + devices if self.tls is not None else ""))
+
+    def _tls_listener(self):
+        """The TLS listener's lines (TLS 1.2 at least), its auth settings follow."""
+        host = self.tls["host"]
+        bind = "" if host in ("0.0.0.0", "", "::", "[::]") else " " + host.strip("[]")
+        return ("listener %d%s\ncertfile %s\nkeyfile %s\ntls_version tlsv1.2\n"
+                % (self.tls["port"], bind, os.path.abspath(self.tls["cert"]), os.path.abspath(self.tls["key"])))
 
     async def reload(self, timeout_s=5.0):
         """Have the broker started here read its password file and ACL again,

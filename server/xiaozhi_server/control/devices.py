@@ -56,7 +56,7 @@ class Devices:
     def credentials(self, device_id: str) -> dict:
         host = self.public_host or self.broker.host
         return {"device_id": device_id,
-                "mqtt": {"url": "mqtt://%s:%d" % (host, self.broker.port),
+                "mqtt": {"url": self.broker.device_url(host),
                          "username": self.creds.mqtt_user(device_id),
                          "password": self.creds.mqtt_password(device_id)},
                 "token": self.creds.device_token(device_id),

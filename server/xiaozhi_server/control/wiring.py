@@ -42,7 +42,10 @@ def broker(config: dict) -> Broker:
     """The Broker: the configured one (mqtt.url), else one started here on
     loopback that checks the credentials made from the server secret."""
     creds = Credentials(auth_dir(config)).load()
-    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds)
+    tls = config.get("tls") or {}
+    listener = dict(cert=tls.get("cert"), key=tls.get("key"), host=config["server"]["host"],
+                    port=int(config["mqtt"].get("tls_port") or 8883)) if tls.get("cert") else None
+    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds, listener)
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
