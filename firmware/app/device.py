@@ -31,7 +31,6 @@ import os
 
 import log
 import proto
-import trust
 from app import heap
 from app.events import Bus
 from app.player import mp3_backend, player as player_mod
@@ -81,7 +80,10 @@ class Device:
         self.board = board
         self.cfg = cfg
         self.bus = bus or Bus()
-        trust.configure((cfg.get("tls") or {}).get("ca_file", ""))
+        ca_file = (cfg.get("tls") or {}).get("ca_file")
+        if ca_file:     # a board without TLS never loads lib/trust.py
+            import trust
+            trust.configure(ca_file)
         self._told_untrusted = []     # channels whose refused certificate was said aloud
         self.bus.listen(self._untrusted)
         self.state = DeviceState()

@@ -35,7 +35,6 @@
 # in plain.
 import asyncio
 
-import trust
 from backoff import Backoff
 
 try:
@@ -309,6 +308,7 @@ class MQTTClient:
 
     async def connect(self):
         if self.secure:
+            import trust    # only with TLS: a plain board never loads it
             self._r, self._w = await asyncio.open_connection(self.host, self.port, ssl=trust.context(),
                                                              server_hostname=self.host)
         else:
@@ -426,7 +426,10 @@ class MQTTClient:
                     asyncio.create_task(self.on_connect())
                 await self._serve()
             except (OSError, MQTTError, asyncio.TimeoutError, EOFError, ValueError) as e:
-                why = trust.refusal(e) if self.secure and up is None else None
+                why = None
+                if self.secure and up is None:
+                    import trust
+                    why = trust.refusal(e)
                 if why:
                     print("mqtt: server certificate of %s:%d refused: %s" % (self.host, self.port, why))
                     if self.on_refused is not None:

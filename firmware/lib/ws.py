@@ -22,7 +22,8 @@
 # read with readinto(), so receiving allocates nothing per binary frame.
 # Limits: no extensions (no permessage-deflate), no subprotocols, no
 # redirects. TLS checks are those of the `ssl_context` given, else the
-# board's (lib/trust.py: its CA bundle, host name checked). A server certificate the context refuses raises CertificateRefused (its
+# board's (lib/trust.py: its CA bundle, host name checked). A server
+# certificate the context refuses raises CertificateRefused (its
 # `reason` says why); a wss:// URL is never tried in plain.
 import sys
 import os
@@ -31,8 +32,6 @@ import hashlib
 import random
 
 import asyncio
-
-import trust
 
 try:
     from micropython import const
@@ -153,7 +152,10 @@ async def connect(url, headers=None, timeout_ms=10000, max_size=DEFAULT_MAX_SIZE
     except (OSError, ValueError) as e:
         # ValueError: MicroPython's ssl reports a certificate it rejects so
         conn.shutdown(CLOSE_ABNORMAL)
-        why = trust.refusal(e) if secure else None
+        why = None
+        if secure:
+            import trust    # only with TLS: a plain board never loads it
+            why = trust.refusal(e)
         if why:
             raise CertificateRefused(url, why)
         raise HandshakeError(0, "cannot connect to %s: %s" % (url, str(e).strip()))
@@ -193,7 +195,10 @@ class WebSocket:
         if secure:
             # The board's CA bundle unless told otherwise; TrustError (no
             # bundle) ends the connect here: never a plain try instead.
-            ctx = ssl_context or trust.context()
+            if ssl_context is None:
+                import trust
+                ssl_context = trust.context()
+            ctx = ssl_context
         if ctx is not None:
             self._reader, self._writer = await asyncio.open_connection(
                 host, port, ssl=ctx, server_hostname=server_hostname or host)
