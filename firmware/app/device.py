@@ -154,11 +154,25 @@ class Device:
             _log.error("Wi-Fi %r did not connect", wifi.get("ssid"))
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
+        if (self.cfg.get("tls") or {}).get("ca_file"):
+            self._clock_from_rtc()
         if self.cfg.get("ota_url"):
             from app.boot import ota     # with its HTTP client: dropped after boot (heap.AFTER_BOOT)
             await ota.configure(self)
         self.state.go(proto.STATE_IDLE)
         return True
+
+    def _clock_from_rtc(self):
+        # Certificates are checked against the board's clock, which only OTA
+        # sets and a power cut resets (to 2000: every certificate "not yet
+        # valid", OTA over https:// included). Before the first TLS connect
+        # it takes the battery-backed chip's time, unless the chip lost it too.
+        rtc = self.entry.rtc
+        try:
+            if not rtc.lost_power():
+                self.board.clock.set_time(rtc.time())
+        except (OSError, ValueError) as e:
+            _log.warn("no time from the RTC before TLS: %s", e)
 
     async def run(self):
         if not await self.boot():
