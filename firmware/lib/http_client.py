@@ -35,23 +35,15 @@ def parse_url(url):
 
 
 def _split(url):
-    # (secure, host, port, path)
-    if url.startswith("http://"):
-        secure, rest = False, url[7:]
-    elif url.startswith("https://"):
-        secure, rest = True, url[8:]
-    else:
+    # (secure, host, port, path), by the WebSocket client's parser (it
+    # knows [v6] hosts): http and https name the same parts as ws and wss.
+    if not url.startswith(("http://", "https://")):
         raise ValueError("only http:// and https:// URLs are supported: %s" % url)
-    i = rest.find("/")
-    hostport, path = (rest, "/") if i < 0 else (rest[:i], rest[i:])
-    if ":" in hostport:
-        host, port = hostport.rsplit(":", 1)
-        port = int(port)
-    else:
-        host, port = hostport, 443 if secure else 80
-    if not host:
+    import ws
+    try:
+        return ws.parse_url("ws" + url[4:])
+    except ValueError:
         raise ValueError("no host in URL: %s" % url)
-    return secure, host, port, path
 
 
 async def _wait(coro, ms):
