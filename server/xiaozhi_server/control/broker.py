@@ -204,7 +204,10 @@ class Broker:
             if self.credentials is None:
                 f.write("listener %d %s\nallow_anonymous true\n" % (self.port, self.host))
                 if self.tls is not None:
-                    f.write(self._tls_listener() + "allow_anonymous true\n")
+                    # As whoever runs the server: mosquitto started by root would
+                    # switch to its own user and could not read the key.
+                    f.write("user %s\n%sallow_anonymous true\n"
+                            % (pwd.getpwuid(os.getuid()).pw_name, self._tls_listener()))
             else:
                 f.write(self._authenticated_listeners())
         # Now and then (a few starts in a hundred on a busy machine) a mosquitto
