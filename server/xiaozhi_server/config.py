@@ -151,6 +151,9 @@ DEFAULTS = {
         # The broker started here listens for devices with TLS on this port
         # of server.host when tls.cert is set (its plain port stays on loopback).
         "tls_port": 8883,
+        # A configured mqtts:// broker's certificate is checked against this
+        # CA bundle (PEM); empty: the system's CAs.
+        "ca_file": None,
         # Server secret, password file and ACL (0600); empty: `mqtt` beside control.db_path.
         "auth_dir": None,
     },

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1883
+DEFAULT_TLS_PORT = 8883
 LOG_KEEP_BYTES = 1 << 20
 START_ATTEMPTS = 3
 MAX_PACKET_BYTES = proto.MQTT_MAX_PAYLOAD + 1024     # the payload, its topic and the header
@@ -94,11 +95,14 @@ class BrokerError(Exception):
 
 
 def parse_url(url):
-    """(host, port, username, password) of mqtt://user:pass@host:port."""
+    """(host, port, username, password, secure) of mqtt://user:pass@host:port
+    (mqtts://: TLS, port 8883 unless given)."""
     u = urllib.parse.urlsplit(url if "://" in url else "mqtt://" + url)
-    if u.scheme not in ("mqtt", "tcp"):
-        raise BrokerError("MQTT url must be mqtt://host:port, not %s" % url)
-    return u.hostname or DEFAULT_HOST, u.port or DEFAULT_PORT, u.username, u.password
+    if u.scheme not in ("mqtt", "tcp", "mqtts"):
+        raise BrokerError("MQTT url must be mqtt://host:port or mqtts://host:port, not %s" % url)
+    secure = u.scheme == "mqtts"
+    return (u.hostname or DEFAULT_HOST, u.port or (DEFAULT_TLS_PORT if secure else DEFAULT_PORT),
+            u.username, u.password, secure)
 
 
 def listening(host, port, timeout=0.2):
@@ -110,14 +114,17 @@ def listening(host, port, timeout=0.2):
 
 
 class Broker:
-    def __init__(self, url=None, port=None, credentials=None, tls=None):
+    def __init__(self, url=None, port=None, credentials=None, tls=None, ca_file=None):
         """credentials: a loaded credentials.Credentials for the broker started
         here (the server's own user, the password file and the ACL).
-        tls: {"cert", "key", "host", "port"} for its TLS listener, or None."""
+        tls: {"cert", "key", "host", "port"} for its TLS listener, or None.
+        ca_file: what a configured mqtts:// broker's certificate is checked
+        against (None: the system's CAs)."""
         self.configured = bool(url)
         self.tls = tls if tls and tls.get("cert") and not url else None
-        self.host, self.port, self.username, self.password = parse_url(
+        self.host, self.port, self.username, self.password, self.secure = parse_url(
             url or "mqtt://%s:%d" % (DEFAULT_HOST, port or DEFAULT_PORT))
+        self.ca_file = ca_file
         self.credentials = credentials
         if not self.configured and credentials is not None:
             from .credentials import SERVER_USER
@@ -134,14 +141,22 @@ class Broker:
 
     @property
     def url(self):
-        return "mqtt://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("mqtts" if self.secure else "mqtt", self.host, self.port)
 
     def device_url(self, host):
         """The broker as a device at `host` reaches it: mqtts:// on the TLS
-        listener when there is one."""
+        listener when there is one (or on a configured mqtts:// broker)."""
         if self.tls is not None:
             return "mqtts://%s:%d" % (host, self.tls["port"])
-        return "mqtt://%s:%d" % (host, self.port)
+        return "%s://%s:%d" % ("mqtts" if self.secure else "mqtt", host, self.port)
+
+    def link_tls_context(self):
+        """The server's own link to a configured mqtts:// broker: the broker's
+        certificate checked (ca_file, else the system's CAs); None for plain."""
+        if not (self.configured and self.secure):
+            return None
+        import ssl
+        return ssl.create_default_context(cafile=self.ca_file or None)
 
     def listeners(self):
         """(url, secure, bind address) of each listener of the broker started here."""

@@ -45,7 +45,8 @@ def broker(config: dict) -> Broker:
     tls = config.get("tls") or {}
     listener = dict(cert=tls.get("cert"), key=tls.get("key"), host=config["server"]["host"],
                     port=int(config["mqtt"].get("tls_port") or 8883)) if tls.get("cert") else None
-    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds, listener)
+    return Broker(config["mqtt"].get("url"), config["mqtt"].get("port"), creds, listener,
+                  config["mqtt"].get("ca_file"))
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
@@ -55,9 +56,11 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     ctl = config.get("control") or {}
 
     def make_link(on_report, on_connect):
-        return MqttLink(broker.host, broker.port, broker.username, broker.password,
+        link = MqttLink(broker.host, broker.port, broker.username, broker.password,
                         on_report=on_report, on_connect=on_connect,
                         backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)))
+        link.tls_context = broker.link_tls_context()
+        return link
 
     store = Store(db_target(config))
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])

@@ -6,6 +6,7 @@ turn over wss:// and takes a parents' command over mqtts://; a certificate
 for another host name, a self-signed one and an expired one are refused on
 both channels, with a log line naming the reason and the spoken
 `server_untrusted` line, and nothing is tried in plain."""
+import asyncio
 import json
 import logging
 import ssl
@@ -14,8 +15,8 @@ import aiohttp
 import pytest
 import websockets
 
-from testkit.control_api import control_config
-from testkit.mosquitto import free_port
+from testkit.control_api import control_config, eventually
+from testkit.mosquitto import Mosquitto, free_port
 from testkit.sim_process import SimProcess
 from testkit.tls_ca import TestCA
 from xiaozhi_server import config as configmod
@@ -170,3 +171,26 @@ def test_tls_settings_are_checked_at_start(ca, tmp_path):
         server_tls.server_context(cfg)
     with pytest.raises(configmod.ConfigError, match="XIAOZHI_TLS_ALLOW_PLAIN"):
         configmod.load(str(tmp_path / "none.yaml"), env={"XIAOZHI_TLS_ALLOW_PLAIN": "maybe"}, write_default=False)
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_the_server_links_to_an_outside_broker_over_mqtts(trusted, ca, tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="xiaozhi_server.control.mqtt")
+    broker = Mosquitto(tls=ca.good).start()
+    server = None
+    try:
+        cfg = control_config(tmp_path / "control.db", broker_url="mqtts://127.0.0.1:%d" % broker.tls_port)
+        cfg["mqtt"]["ca_file"] = ca.ca_pem if trusted else None     # None: the system's CAs
+        server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
+        await server.start()
+        if trusted:
+            await asyncio.wait_for(server.control.link.connected.wait(), 30)
+            assert server.control.devices.credentials(BOARD)["mqtt"]["url"].startswith("mqtts://")
+        else:
+            await eventually(lambda: [r for r in caplog.records if "certificate is refused" in r.getMessage()],
+                             timeout=30)
+            assert not server.control.link.connected.is_set()
+    finally:
+        if server is not None:
+            await server.stop()
+        broker.close()
