@@ -61,6 +61,8 @@ def parse_args(argv):
         p.error("--device-id must be a MAC like 02:00:00:00:00:01 (the xiaozhi device id)")
     if args.mqtt and not re.match(r"^(mqtts://)?[^:\s/]+:\d+$", args.mqtt):
         p.error("--mqtt must be HOST:PORT or mqtts://HOST:PORT")
+    if args.ca and not os.path.isfile(args.ca):
+        p.error("--ca %s: no such file (the CA bundle, PEM or DER)" % args.ca)
     if args.server and not re.match(r"^(wss?|https?)://", args.server):
         p.error("--server must be a ws://, wss:// or http:// URL")
     try:

@@ -93,16 +93,20 @@ async def _post(http, server, ca, path, body):
 
 
 @pytest.mark.parametrize("interp,bad", [("micropython", "wrong_host"), ("micropython", "self_signed"),
-                                        ("micropython", "expired"), ("cpython", "expired")])
+                                        ("micropython", "expired"), ("cpython", "expired"),
+                                        ("micropython", "no_ca_bundle")])
 async def test_a_wrong_certificate_is_refused_on_both_channels_and_said_aloud(interp, bad, ca, tls_server,
                                                                               tmp_path):
-    server = await tls_server(getattr(ca, bad))
+    # no_ca_bundle: the right certificate, but the board was given no CA to check it with.
+    server = await tls_server(ca.good if bad == "no_ca_bundle" else getattr(ca, bad))
     reason = {"micropython": {"wrong_host": "Common Name (CN) does not match",
                               "self_signed": "not correctly signed by the trusted CA",
-                              "expired": "validity has expired"},
+                              "expired": "validity has expired",
+                              "no_ca_bundle": "no CA bundle"},
               "cpython": {"expired": "certificate has expired"}}[interp][bad]
+    trust = [] if bad == "no_ca_bundle" else ["--ca", ca.ca_pem]
     sim = await SimProcess.start(tmp_path / "state", *(["--micropython"] if interp == "micropython" else []),
-                                 "--server", server.ws.url, "--mqtt", mqtts(server), "--ca", ca.ca_pem,
+                                 "--server", server.ws.url, "--mqtt", mqtts(server), *trust,
                                  "--device-id", BOARD)
     try:
         ws_refused = await sim.wait_event("untrusted", channel="websocket", timeout=60)
