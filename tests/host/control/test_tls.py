@@ -107,7 +107,7 @@ async def test_a_wrong_certificate_is_refused_on_both_channels_and_said_aloud(in
     trust = [] if bad == "no_ca_bundle" else ["--ca", ca.ca_pem]
     sim = await SimProcess.start(tmp_path / "state", *(["--micropython"] if interp == "micropython" else []),
                                  "--server", server.ws.url, "--mqtt", mqtts(server), *trust,
-                                 "--device-id", BOARD)
+                                 "--device-id", BOARD, "--speed", "20")    # the spoken line in 0.3 s
     try:
         ws_refused = await sim.wait_event("untrusted", channel="websocket", timeout=60)
         mqtt_refused = await sim.wait_event("untrusted", channel="mqtt", timeout=60)
