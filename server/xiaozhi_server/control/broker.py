@@ -167,12 +167,13 @@ class Broker:
             out.append(("mqtts://%s:%d" % (self.tls["host"], self.tls["port"]), True, self.tls["host"]))
         return out
 
-    def _tls_reachable(self):
-        if self.tls is None:
-            return True
+    def _tls_bind(self):
+        """The TLS listener's address, or "" for every interface."""
         host = self.tls["host"]
-        return listening("127.0.0.1" if host in ("0.0.0.0", "", "::", "[::]") else host.strip("[]"),
-                         self.tls["port"])
+        return "" if host in ("0.0.0.0", "", "::", "[::]") else host.strip("[]")
+
+    def _tls_reachable(self):
+        return self.tls is None or listening(self._tls_bind() or "127.0.0.1", self.tls["port"])
 
     def server_address(self):
         """(host, port, transport) the server's own link connects to: its own
@@ -281,10 +282,10 @@ class Broker:
 
     def _tls_listener(self):
         """The TLS listener's lines (TLS 1.2 at least), its auth settings follow."""
-        host = self.tls["host"]
-        bind = "" if host in ("0.0.0.0", "", "::", "[::]") else " " + host.strip("[]")
+        bind = self._tls_bind()
         return ("listener %d%s\ncertfile %s\nkeyfile %s\ntls_version tlsv1.2\n"
-                % (self.tls["port"], bind, os.path.abspath(self.tls["cert"]), os.path.abspath(self.tls["key"])))
+                % (self.tls["port"], " " + bind if bind else "", os.path.abspath(self.tls["cert"]),
+                   os.path.abspath(self.tls["key"])))
 
     async def reload(self, timeout_s=5.0):
         """Have the broker started here read its password file and ACL again,
