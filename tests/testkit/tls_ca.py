@@ -2,6 +2,7 @@
 package), and the server certificates the TLS tests present:
 
     ca = TestCA(tmp_dir)          # ca.pem: what the board trusts
+    ca.bundle_pem                 # another CA's certificate, then ca.pem: a bundle of two
     ca.good                       # (cert.pem, key.pem) for 127.0.0.1 and localhost
     ca.wrong_host                 # signed by the CA, for another host name
     ca.self_signed                # for 127.0.0.1, signed by itself
@@ -43,22 +44,29 @@ class TestCA:
         os.makedirs(self.dir, exist_ok=True)
         now = datetime.datetime.now(datetime.timezone.utc)
         self._now = now
-        self._key = ec.generate_private_key(ec.SECP256R1())
-        self._cert = (x509.CertificateBuilder().subject_name(_name("xiaozhi test CA")).issuer_name(_name("xiaozhi test CA"))
-                      .public_key(self._key.public_key()).serial_number(x509.random_serial_number())
-                      .not_valid_before(now - datetime.timedelta(days=1))
-                      .not_valid_after(now + datetime.timedelta(days=30))
-                      .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-                      .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                                   content_commitment=False, key_encipherment=False,
-                                                   data_encipherment=False, key_agreement=False,
-                                                   encipher_only=False, decipher_only=False), critical=True)
-                      .sign(self._key, hashes.SHA256()))
-        self.ca_pem = self._write("ca.pem", self._cert.public_bytes(serialization.Encoding.PEM))
+        self._key, self._cert = self._authority("xiaozhi test CA")
+        ca = self._cert.public_bytes(serialization.Encoding.PEM)
+        self.ca_pem = self._write("ca.pem", ca)
+        other = self._authority("another test CA")[1].public_bytes(serialization.Encoding.PEM)
+        self.bundle_pem = self._write("bundle.pem", other + ca)
         self.good = self._leaf("good", HOSTS)
         self.wrong_host = self._leaf("wrong-host", ("other.example",))
         self.self_signed = self._leaf("self-signed", HOSTS, self_signed=True)
         self.expired = self._leaf("expired", HOSTS, days=(-30, -1))
+
+    def _authority(self, name):
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(self._now - datetime.timedelta(days=1))
+                .not_valid_after(self._now + datetime.timedelta(days=30))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+                .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                             content_commitment=False, key_encipherment=False,
+                                             data_encipherment=False, key_agreement=False,
+                                             encipher_only=False, decipher_only=False), critical=True)
+                .sign(key, hashes.SHA256()))
+        return key, cert
 
     def _write(self, name, data):
         path = os.path.join(self.dir, name)

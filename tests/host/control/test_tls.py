@@ -69,7 +69,8 @@ async def test_the_board_runs_a_turn_over_wss_and_takes_a_command_over_mqtts(int
     assert any(mqtts(server) in line and "(TLS)" in line for line in listeners)
     assert any("mqtt://127.0.0.1:%d" % server.broker.port in line and "plain, loopback only" in line
                for line in listeners), listeners
-    args = ["--server", server.http.ota_url, "--mqtt", mqtts(server), "--ca", ca.ca_pem, "--device-id", BOARD]
+    # A bundle of two CAs, ours second: the board reads every certificate of it.
+    args = ["--server", server.http.ota_url, "--mqtt", mqtts(server), "--ca", ca.bundle_pem, "--device-id", BOARD]
     sim = await SimProcess.start(tmp_path / "state", *(["--micropython"] if interp == "micropython" else []), *args)
     try:
         # The turn: OTA over https:// named wss://, the server's opener is heard over it.
@@ -173,6 +174,8 @@ def test_tls_settings_are_checked_at_start(ca, tmp_path):
     cfg["tls"]["cert"] = str(tmp_path / "missing.pem")
     with pytest.raises(configmod.ConfigError, match="missing.pem is missing"):
         server_tls.server_context(cfg)
+    assert configmod.load(str(tmp_path / "none.yaml"), env={"XIAOZHI_TLS_ALLOW_PLAIN": "1"},
+                          write_default=False)["tls"]["allow_plain"] is True
     with pytest.raises(configmod.ConfigError, match="XIAOZHI_TLS_ALLOW_PLAIN"):
         configmod.load(str(tmp_path / "none.yaml"), env={"XIAOZHI_TLS_ALLOW_PLAIN": "maybe"}, write_default=False)
 
