@@ -65,5 +65,5 @@ def listener_line(what: str, url: str, secure: bool, host: str) -> str:
     elif configmod.is_loopback(host):
         kind = "plain, loopback only"
     else:
-        kind = "PLAIN on the network (tls.allow_plain)"
+        kind = "PLAIN on the network, tls.allow_plain"
     return "listening: %-10s %s (%s)" % (what, url, kind)
