@@ -2,17 +2,22 @@
 
     make micropython-frozen && .venv/bin/python bench/firmware_heap.py
 
-Four runs, each a fresh board in a 256 KB heap (bench/heap_probe.py
+Six runs, each a fresh board in a 256 KB heap (bench/heap_probe.py
 samples the live heap): plain boot (voice server, no broker), the broker
 configured (MQTT up, voice session up), and a lesson playing (a parents'
 repeater task over MQTT until its first pass ends); then the plain boot
 again holding the board's Voice over the speech engine (its host
-stand-in: the Python side is the board's, command words set). Prints, per
-run, the firmware's own "heap after boot" line and the sampled peak.
+stand-in: the Python side is the board's, command words set); then the
+broker run and the lesson again with TLS on both channels (wss://, mqtts://,
+the server's certificate checked against a throwaway CA). Prints, per run,
+the firmware's own "heap after boot" line and the sampled peak. The unix
+port's mbedtls allocates with libc, outside this heap (on the board: in
+ESP-IDF's heap, also outside it): bench/tls_handshake.py measures that.
 """
 import asyncio
 import pathlib
 import re
+import ssl
 import sys
 import tempfile
 
@@ -24,7 +29,9 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools")]
 from testkit.consoles import PipeConsole  # noqa: E402
 from testkit.control_api import Api, control_config  # noqa: E402
 from testkit.fake_llm import FakeLLM  # noqa: E402
+from testkit.mosquitto import free_port  # noqa: E402
 from testkit.firmware_process import prepare_state  # noqa: E402
+from testkit.tls_ca import TestCA  # noqa: E402
 from xiaozhi_server.server import XiaozhiServer  # noqa: E402
 
 FROZEN = ROOT / "build/micropython/unix32-frozen/micropython"
@@ -61,11 +68,13 @@ def _speech_env(folder):
     return {"XZ_PROBE_SPEECH": "1", "XZAUDIO_SR_MODELS": str(folder)}
 
 
-async def run(server, api, state, mqtt, lesson, speech=False):
+async def run(server, api, state, mqtt, lesson, speech=False, ca=None):
     cfg = {"server_url": server.ws.url, "ota_url": "", "clock_speed": 1}
+    if ca is not None:
+        cfg["tls"] = {"ca_file": ca.ca_pem}
     if mqtt:
         creds = (await server.control.devices.provision(DEVICE_ID))["mqtt"]
-        cfg["mqtt"] = {"url": "mqtt://127.0.0.1:%d" % server.broker.port, "keepalive": 30,
+        cfg["mqtt"] = {"url": server.broker.device_url("127.0.0.1"), "keepalive": 30,
                        "user": creds["username"], "password": creds["password"]}
     prepare_state(state, cfg)
     (state / "mac").write_text(DEVICE_ID.replace(":", ""))
@@ -93,23 +102,37 @@ async def main():
     if not FROZEN.exists():
         sys.exit("%s is missing: make micropython-frozen" % FROZEN.relative_to(ROOT))
     rows = []
-    for title, mqtt, lesson, speech in (("plain boot", False, False, False),
-                                        ("MQTT configured", True, False, False),
-                                        ("lesson playing (MQTT)", True, True, False),
-                                        ("plain boot + speech", False, False, True)):
+    for title, mqtt, lesson, speech, tls in (("plain boot", False, False, False, False),
+                                             ("MQTT configured", True, False, False, False),
+                                             ("lesson playing (MQTT)", True, True, False, False),
+                                             ("plain boot + speech", False, False, True, False),
+                                             ("TLS: wss + mqtts", True, False, False, True),
+                                             ("lesson playing (TLS)", True, True, False, True)):
         with tempfile.TemporaryDirectory() as tmp, FakeLLM() as llm:
             llm.default_reply = "好的。"
-            cfg = control_config(pathlib.Path(tmp) / "control.db")
+            ca = TestCA(pathlib.Path(tmp) / "ca") if tls else None
+            cfg = control_config(pathlib.Path(tmp) / "control.db",
+                                 **({"tls": {"cert": ca.good[0], "key": ca.good[1]}} if tls else {}))
             cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "x", "model": "fake"}
+            if tls:
+                cfg["mqtt"]["tls_port"] = free_port()
             server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
             await server.start()
             try:
                 async with aiohttp.ClientSession() as http:
-                    after_boot, peak = await run(server, Api(server, http), pathlib.Path(tmp) / "state", mqtt,
-                                                 lesson, speech)
+                    api = Api(server, http)
+                    if tls:
+                        api.base = server.http.base_url
+                        api.http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(
+                            ssl=ssl.create_default_context(cafile=ca.ca_pem)))
+                    try:
+                        figures = await run(server, api, pathlib.Path(tmp) / "state", mqtt, lesson, speech, ca)
+                    finally:
+                        if tls:
+                            await api.http.close()
             finally:
                 await server.stop()
-        rows.append((title, after_boot, peak))
+        rows.append((title,) + figures)
     print("firmware heap, frozen 32-bit unix port, -X heapsize=%s (%d bytes)" % (HEAP, 256 * 1024))
     print("%-24s %16s %16s" % ("run", "after boot", "peak (sampled)"))
     for title, after, peak in rows:

@@ -39,7 +39,10 @@ HELP = ("commands: wake [WORD] | say TEXT | mic FILE.wav | phrase TEXT | button 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="sim", description="Run the xiaozhi firmware on a simulated board.")
     p.add_argument("--server", help="ws:// WebSocket URL, or http:// OTA URL the device asks first")
-    p.add_argument("--mqtt", metavar="HOST:PORT", help="MQTT broker of the parents' control plane")
+    p.add_argument("--mqtt", metavar="HOST:PORT", help="MQTT broker of the parents' control plane "
+                   "(mqtts://HOST:PORT: over TLS, checked against --ca)")
+    p.add_argument("--ca", metavar="FILE", help="CA bundle (PEM or DER) the board checks wss://, mqtts:// "
+                   "and https:// servers against (config.json tls.ca_file)")
     p.add_argument("--device-id", help="the board's MAC (aa:bb:cc:dd:ee:ff), kept in the state dir")
     p.add_argument("--state", default=os.path.join("var", "sim"), help="state directory kept between runs")
     p.add_argument("--advance", type=float, default=0, help="seconds that passed while the board was off")
@@ -56,8 +59,10 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.device_id and not _MAC.match(args.device_id):
         p.error("--device-id must be a MAC like 02:00:00:00:00:01 (the xiaozhi device id)")
-    if args.mqtt and not re.match(r"^[^:\s]+:\d+$", args.mqtt):
-        p.error("--mqtt must be HOST:PORT")
+    if args.mqtt and not re.match(r"^(mqtts://)?[^:\s/]+:\d+$", args.mqtt):
+        p.error("--mqtt must be HOST:PORT or mqtts://HOST:PORT")
+    if args.ca and not os.path.isfile(args.ca):
+        p.error("--ca %s: no such file (the CA bundle, PEM or DER)" % args.ca)
     if args.server and not re.match(r"^(wss?|https?)://", args.server):
         p.error("--server must be a ws://, wss:// or http:// URL")
     try:
@@ -88,19 +93,21 @@ def prepare_state(args):
             cfg["ota_url"] = provision.ota_url(args.server)
             if cfg["ota_url"] != args.server:
                 print("sim: asking the OTA URL %s" % cfg["ota_url"], file=sys.stderr)
+    if args.ca:
+        cfg["tls"] = {"ca_file": os.path.abspath(args.ca)}
     if args.device_id:
         with open(os.path.join(state, "mac"), "w") as f:
             f.write(args.device_id.replace(":", "").lower())
     if args.mqtt:
         mqtt = cfg.get("mqtt") if isinstance(cfg.get("mqtt"), dict) else {}
-        mqtt["url"] = "mqtt://" + args.mqtt
+        mqtt["url"] = args.mqtt if args.mqtt.startswith("mqtts://") else "mqtt://" + args.mqtt
         cfg["mqtt"] = mqtt
         if not mqtt.get("user") and (args.server or "").startswith("http"):
             # The server's broker checks logins: ask the server for the board's.
             try:
                 login = provision.credentials_when_up(
                     cfg["ota_url"], provision.board_mac(state), os.environ.get("XIAOZHI_API_TOKEN"),
-                    say=lambda line: print(line, file=sys.stderr, flush=True))
+                    say=lambda line: print(line, file=sys.stderr, flush=True), ca_file=args.ca)
                 mqtt.update(user=login["username"], password=login["password"])
             except provision.ProvisionError as e:
                 print("sim: the board has no broker login: %s" % e, file=sys.stderr)

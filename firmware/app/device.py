@@ -16,6 +16,9 @@
 #   next wake reconnects (and, if configured, a background retry with
 #   backoff); a connect that fails asks OTA again (its server may be gone)
 #   and tries the server it names.
+# - a server certificate the board refuses (lib/trust.py; WebSocket or MQTT,
+#   the `untrusted` event): said aloud once per channel per boot (the
+#   `server_untrusted` prompt) and never retried in plain.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
@@ -77,6 +80,12 @@ class Device:
         self.board = board
         self.cfg = cfg
         self.bus = bus or Bus()
+        ca_file = (cfg.get("tls") or {}).get("ca_file")
+        if ca_file:     # a board without TLS never loads lib/trust.py
+            import trust
+            trust.configure(ca_file)
+        self._told_untrusted = []     # channels whose refused certificate was said aloud
+        self.bus.listen(self._untrusted)
         self.state = DeviceState()
         self.state.listen(self._state_changed)
         self.power = PowerPath(board, self.bus)
@@ -120,6 +129,18 @@ class Device:
                       **{"pass": info["pass"]})
         self.entry.player_event(event)
 
+    def _untrusted(self, ev):
+        # A refused server certificate: the child hears why the companion is
+        # silent, once per channel (MQTT retries on its backoff).
+        if ev["event"] != "untrusted" or ev["channel"] in self._told_untrusted:
+            return
+        self._told_untrusted.append(ev["channel"])
+        asyncio.create_task(self._say_untrusted())
+
+    async def _say_untrusted(self):
+        frames = await self.entry.say("server_untrusted")
+        self.bus.emit("prompt", key="server_untrusted", frames=frames)
+
     # ---- boot and main loop ----
 
     async def boot(self):
@@ -133,11 +154,25 @@ class Device:
             _log.error("Wi-Fi %r did not connect", wifi.get("ssid"))
             self.state.go(proto.STATE_WIFI_CONFIGURING)
             return False
+        if (self.cfg.get("tls") or {}).get("ca_file"):
+            self._clock_from_rtc()
         if self.cfg.get("ota_url"):
             from app.boot import ota     # with its HTTP client: dropped after boot (heap.AFTER_BOOT)
             await ota.configure(self)
         self.state.go(proto.STATE_IDLE)
         return True
+
+    def _clock_from_rtc(self):
+        # Certificates are checked against the board's clock, which only OTA
+        # sets and a power cut resets (to 2000: every certificate "not yet
+        # valid", OTA over https:// included). Before the first TLS connect
+        # it takes the battery-backed chip's time, unless the chip lost it too.
+        rtc = self.entry.rtc
+        try:
+            if not rtc.lost_power():
+                self.board.clock.set_time(rtc.time())
+        except (OSError, ValueError) as e:
+            _log.warn("no time from the RTC before TLS: %s", e)
 
     async def run(self):
         if not await self.boot():
@@ -277,6 +312,8 @@ class Device:
             if self.ws_url != old:
                 _log.info("OTA moved us to %s", self.ws_url)
                 ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
+        if not ok and self.channel.close_reason == "untrusted":
+            self.bus.emit("untrusted", channel="websocket", reason=self.channel.refusal)
         if not ok:
             self.bus.emit("error", message="cannot reach the server")
             self.state.go(proto.STATE_IDLE)

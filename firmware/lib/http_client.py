@@ -5,7 +5,9 @@
 #                                headers, body_bytes, timeout_ms=10000)
 #
 # One request per connection (Connection: close). Bodies by Content-Length,
-# chunked, or up to EOF. Limits: plain http:// only, MAX_BODY bytes of
+# chunked, or up to EOF. https:// is checked against the board's CA bundle
+# (lib/trust.py: a refused certificate raises as trust.refusal() reads it,
+# never a plain retry). Limits: MAX_BODY bytes of
 # response body, MAX_HEADERS bytes of response headers; redirects are not
 # followed (the OTA endpoint does not use them).
 import sys
@@ -28,20 +30,20 @@ class HttpError(OSError):
 
 
 def parse_url(url):
-    """(host, port, path) of an http:// URL."""
-    if not url.startswith("http://"):
-        raise ValueError("only http:// URLs are supported: %s" % url)
-    rest = url[7:]
-    i = rest.find("/")
-    hostport, path = (rest, "/") if i < 0 else (rest[:i], rest[i:])
-    if ":" in hostport:
-        host, port = hostport.rsplit(":", 1)
-        port = int(port)
-    else:
-        host, port = hostport, 80
-    if not host:
+    """(host, port, path) of an http:// or https:// URL."""
+    return _split(url)[1:]
+
+
+def _split(url):
+    # (secure, host, port, path), by the WebSocket client's parser (it
+    # knows [v6] hosts): http and https name the same parts as ws and wss.
+    if not url.startswith(("http://", "https://")):
+        raise ValueError("only http:// and https:// URLs are supported: %s" % url)
+    import ws
+    try:
+        return ws.parse_url("ws" + url[4:])
+    except ValueError:
         raise ValueError("no host in URL: %s" % url)
-    return host, port, path
 
 
 async def _wait(coro, ms):
@@ -58,10 +60,14 @@ async def request(method, url, headers=None, body=b"", timeout_ms=10000):
 
 
 async def _request(method, url, headers, body):
-    host, port, path = parse_url(url)
+    secure, host, port, path = _split(url)
     if isinstance(body, str):
         body = body.encode()
-    reader, writer = await asyncio.open_connection(host, port)
+    if secure:
+        import trust
+        reader, writer = await asyncio.open_connection(host, port, ssl=trust.context(), server_hostname=host)
+    else:
+        reader, writer = await asyncio.open_connection(host, port)
     try:
         head = "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: %d\r\n" % (
             method, path, host, port, len(body))

@@ -27,6 +27,12 @@
 # bytes. The packet encoders write into one preallocated send buffer of
 # `send_buf` bytes; a publish bigger than it is not sent (publish() says
 # False).
+#
+# TLS (mqtts://): with `secure` the link is TLS, checked against the board's
+# CA bundle (lib/trust.py), with `host` as the name the certificate must
+# carry. A refused certificate is logged with its reason, told to
+# on_refused(reason), and retried on the backoff like any lost link: never
+# in plain.
 import asyncio
 
 from backoff import Backoff
@@ -181,8 +187,10 @@ def parse_publish(first, body):
 class MQTTClient:
     def __init__(self, host, port, client_id, on_message=None, keepalive=60, user=None,
                  password=None, max_packet=MAX_PACKET, on_oversize=None, on_connect=None,
-                 send_buf=SEND_BUF, retry_ms=(1000, 30000)):
+                 send_buf=SEND_BUF, retry_ms=(1000, 30000), secure=False, on_refused=None):
         self.host = host
+        self.secure = secure
+        self.on_refused = on_refused      # fn(reason): the broker's certificate was refused
         self.port = port
         self.client_id = client_id
         self.keepalive = keepalive
@@ -299,7 +307,12 @@ class MQTTClient:
             await self._puback(pid)
 
     async def connect(self):
-        self._r, self._w = await asyncio.open_connection(self.host, self.port)
+        if self.secure:
+            import trust    # only with TLS: a plain board never loads it
+            self._r, self._w = await asyncio.open_connection(self.host, self.port, ssl=trust.context(),
+                                                             server_hostname=self.host)
+        else:
+            self._r, self._w = await asyncio.open_connection(self.host, self.port)
         await self._send(encode_connect, self.client_id, self.keepalive, self.user, self.password)
         first, n = await _with_timeout(self._read_packet(), ACK_TIMEOUT_MS)
         if first != CONNACK or n != 2:
@@ -413,7 +426,16 @@ class MQTTClient:
                     asyncio.create_task(self.on_connect())
                 await self._serve()
             except (OSError, MQTTError, asyncio.TimeoutError, EOFError, ValueError) as e:
-                print("mqtt: link to %s:%d lost: %r" % (self.host, self.port, e))
+                why = None
+                if self.secure and up is None:
+                    import trust
+                    why = trust.refusal(e)
+                if why:
+                    print("mqtt: server certificate of %s:%d refused: %s" % (self.host, self.port, why))
+                    if self.on_refused is not None:
+                        self.on_refused(why)
+                else:
+                    print("mqtt: link to %s:%d lost: %r" % (self.host, self.port, e))
             except Exception as e:  # IncompleteReadError and friends on CPython
                 print("mqtt: link to %s:%d ended: %r" % (self.host, self.port, e))
             self._close()

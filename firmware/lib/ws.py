@@ -21,10 +21,10 @@
 # next recv(): copy it (bytes(data)) to keep it. On MicroPython frames are
 # read with readinto(), so receiving allocates nothing per binary frame.
 # Limits: no extensions (no permessage-deflate), no subprotocols, no
-# redirects. TLS checks are those of the `ssl_context` given; without one,
-# CPython verifies against the system CAs and MicroPython's default client
-# context requires a CA it does not have, so on the board pass a context
-# with load_verify_locations(cadata=DER) of the server's CA.
+# redirects. TLS checks are those of the `ssl_context` given, else the
+# board's (lib/trust.py: its CA bundle, host name checked). A server
+# certificate the context refuses raises CertificateRefused (its
+# `reason` says why); a wss:// URL is never tried in plain.
 import sys
 import os
 import binascii
@@ -71,6 +71,14 @@ class HandshakeError(WSError):
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
+
+
+class CertificateRefused(HandshakeError):
+    """The server's TLS certificate did not pass the context's checks."""
+
+    def __init__(self, url, reason):
+        super().__init__(0, "server certificate of %s refused: %s" % (url, reason))
+        self.reason = reason
 
 
 class ProtocolError(WSError):
@@ -144,6 +152,12 @@ async def connect(url, headers=None, timeout_ms=10000, max_size=DEFAULT_MAX_SIZE
     except (OSError, ValueError) as e:
         # ValueError: MicroPython's ssl reports a certificate it rejects so
         conn.shutdown(CLOSE_ABNORMAL)
+        why = None
+        if secure:
+            import trust    # only with TLS: a plain board never loads it
+            why = trust.refusal(e)
+        if why:
+            raise CertificateRefused(url, why)
         raise HandshakeError(0, "cannot connect to %s: %s" % (url, str(e).strip()))
     except BaseException:
         conn.shutdown(CLOSE_ABNORMAL)
@@ -179,10 +193,12 @@ class WebSocket:
     async def _open(self, secure, host, port, path, headers, ssl_context, server_hostname):
         ctx = None
         if secure:
+            # The board's CA bundle unless told otherwise; TrustError (no
+            # bundle) ends the connect here: never a plain try instead.
+            if ssl_context is None:
+                import trust
+                ssl_context = trust.context()
             ctx = ssl_context
-            if ctx is None:
-                import ssl
-                ctx = ssl.create_default_context() if not _MP else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         if ctx is not None:
             self._reader, self._writer = await asyncio.open_connection(
                 host, port, ssl=ctx, server_hostname=server_hostname or host)

@@ -63,8 +63,10 @@ def _run(args):
         print("  WebSocket : %s" % server.ws.url)
         print("  OTA       : %s" % server.http.ota_url)
         print("  MQTT      : %s%s" % (server.broker.url, " (started here)" if server.broker.started_here else ""))
+        if server.broker.tls is not None:
+            print("  MQTT TLS  : %s" % server.broker.device_url(server.broker.tls["host"]))
         if server.control is not None:
-            print("  API       : http://%s:%d/api/devices/{device_id} (docs/api.md)" % (server.http.host, server.http.port))
+            print("  API       : %s/api/devices/{device_id} (docs/api.md)" % server.http.base_url)
         print("  LLM       : %s" % llm)
         if server.node is not None:
             print("  store     : %s" % server.control.store.address)

@@ -29,6 +29,13 @@ DEFAULTS = {
         # benchmarks) stays in its one process unless given a number.
         "workers": "auto",
     },
+    # TLS for every listener (docs/security.md, "TLS"): PEM files of the
+    # certificate chain and its key. With them the WebSocket is wss://, the
+    # HTTP port (OTA, the parents' API) https://, and the broker started here
+    # gets an mqtts:// listener (mqtt.tls_port) with the same files; OTA hands
+    # out those URLs. Without them every listener is plain, which the server
+    # refuses off loopback unless allow_plain (a TLS proxy in front).
+    "tls": {"cert": None, "key": None, "allow_plain": False},
     "auth": {
         # Tokens accepted in "Authorization: Bearer <token>" (or ?authorization=).
         "tokens": [],
@@ -141,6 +148,12 @@ DEFAULTS = {
         # it refuses anonymous clients and checks each device's credentials and topics.
         "url": None,
         "port": 1883,
+        # The broker started here listens for devices with TLS on this port
+        # of server.host when tls.cert is set (its plain port stays on loopback).
+        "tls_port": 8883,
+        # A configured mqtts:// broker's certificate is checked against this
+        # CA bundle (PEM); empty: the system's CAs.
+        "ca_file": None,
         # Server secret and the device logins of the broker started here (0600);
         # empty: `mqtt` beside control.db_path.
         "auth_dir": None,
@@ -216,6 +229,9 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "XIAOZHI_PUBLIC_HOST": ("server", "public_host", str),
     "XIAOZHI_WORKERS": ("server", "workers", lambda v: v if v == "auto" else int(v)),
     "XIAOZHI_TOKEN": ("auth", "tokens", lambda v: [t for t in v.split(",") if t]),
+    "XIAOZHI_TLS_CERT": ("tls", "cert", str),
+    "XIAOZHI_TLS_KEY": ("tls", "key", str),
+    "XIAOZHI_TLS_ALLOW_PLAIN": ("tls", "allow_plain", lambda v: _flag("XIAOZHI_TLS_ALLOW_PLAIN", v)),
     "MQTT_URL": ("mqtt", "url", str),
     "XIAOZHI_DB_URL": ("control", "db_url", str),
     "XIAOZHI_API_TOKEN": ("control", "api_token", str),
@@ -225,6 +241,15 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
 
 class ConfigError(Exception):
     pass
+
+
+def _flag(name, text):
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("%s must be true or false" % name)
 
 
 PROVIDER_SECTIONS = ("llm", "asr", "tts", "vad")
@@ -312,6 +337,11 @@ def check(cfg: dict) -> None:
     for section, key, value in numbers:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))
+    tls = cfg.get("tls") or {}
+    if bool(tls.get("cert")) != bool(tls.get("key")):
+        raise ConfigError("tls.cert and tls.key go together: set both (PEM files) or neither")
+    if not isinstance(tls.get("allow_plain", False), bool):
+        raise ConfigError("tls.allow_plain must be true or false, got %r" % (tls.get("allow_plain"),))
     db_url = (cfg.get("control") or {}).get("db_url")
     if db_url and not str(db_url).startswith(("postgresql://", "postgres://", "sqlite:///")):
         raise ConfigError("control.db_url must be postgresql://user:password@host/dbname (or sqlite:///path), "

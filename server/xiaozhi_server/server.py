@@ -21,6 +21,7 @@ from .logthrottle import throttle_server_logs
 from .mcp.server_tools import start_server_tools
 from .services import Services
 from .transport.guard import fit_to_fd_limit
+from .transport import tls
 from .transport.http_server import HttpServer
 from .transport.ws_server import WsServer
 
@@ -33,6 +34,7 @@ class XiaozhiServer:
         services_factory ("module:function"); this process keeps the control
         plane, the broker and the HTTP endpoints."""
         configmod.check(config)
+        tls.refuse_plain_exposure(config)
         fit_to_fd_limit(config["limits"])
         throttle_server_logs(float(config["limits"]["log_interval_s"]))
         self.config = config
@@ -84,7 +86,7 @@ class XiaozhiServer:
         return next((s for s in self.services.sessions if s.device_id == device_id and not s.closed), None)
 
     def _ws_url_for(self, host):
-        return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)
+        return "%s://%s:%d%s" % ("wss" if self.ws.ssl else "ws", host, self.ws.port, self.ws.path)
 
     async def start(self) -> XiaozhiServer:
         await self.services.start()   # models and clients load before any device connects
@@ -93,7 +95,9 @@ class XiaozhiServer:
             await wiring.adopt_shared_secret(self.control, self.broker)
         if self.broker is not None:
             await self.broker.start()
-            self.http.broker_url = self.broker.url
+            # Loopback (no TLS): the URL the broker listens at, as before; with
+            # TLS: its mqtts:// listener at the host the device asked.
+            self.http.broker_url_for = self.broker.device_url if self.broker.tls else lambda host: self.broker.url
         if self.control is not None:
             await self.control.start()
         if self.pool is not None:
@@ -106,7 +110,18 @@ class XiaozhiServer:
         await self.http.start()
         if self.control is not None:
             await self._join_fleet()
+        self._log_listeners()
         return self
+
+    def _log_listeners(self) -> None:
+        """One line per listener: where, and plain or TLS (docs/security.md)."""
+        host = self.config["server"]["host"]
+        lines = [tls.listener_line("WebSocket", self.ws.url, self.ws.ssl is not None, host),
+                 tls.listener_line("HTTP", self.http.base_url + " (OTA, API)", self.http.ssl is not None, host)]
+        if self.broker is not None and self.broker.started_here:
+            lines += [tls.listener_line("MQTT", url, secure, bind) for url, secure, bind in self.broker.listeners()]
+        for line in lines:
+            log.info("%s", line)
 
     # ---- among the nodes ----
 
@@ -129,7 +144,8 @@ class XiaozhiServer:
             log.warning("server.public_host is not set and the server binds every interface: other nodes cannot "
                         "send devices here (set XIAOZHI_PUBLIC_HOST)")
         self.node = Node(self.control.store, self.control.node_id, url,
-                         "http://%s:%d" % (self.config["server"].get("public_host") or self.http.host, self.http.port),
+                         "%s://%s:%d" % ("https" if self.http.ssl else "http",
+                                         self.config["server"].get("public_host") or self.http.host, self.http.port),
                          self.sessions, float(fleet["heartbeat_s"]), on_drain_asked=self._drain_asked)
         await self.node.start()
         self.http.fleet = self.node

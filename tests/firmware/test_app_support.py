@@ -121,7 +121,8 @@ async def test_app_http_refused_connection_is_an_oserror():
 
 
 def test_app_http_only_plain_http_urls():
-    t.raises(ValueError, http.parse_url, "https://x/")
+    t.raises(ValueError, http.parse_url, "ftp://x/")
+    t.eq(http.parse_url("https://x/"), ("x", 443, "/"))
     t.eq(http.parse_url("http://h:81/p?q"), ("h", 81, "/p?q"))
     t.eq(http.parse_url("http://h"), ("h", 80, "/"))
 

@@ -2,6 +2,7 @@
 over a serial console (pytest-embedded's serial DUT).
 
     pytest tests/hil --sim                              # server + simulated board on a pty
+    pytest tests/hil --sim --tls                        # the same over wss:// and mqtts://
     pytest tests/hil --port /dev/ttyACM0 --server ws://HOST:8000/xiaozhi/v1/
 
 --sim starts the real server on ephemeral loopback ports with the scripted
@@ -9,7 +10,9 @@ LLM, and for each test a fresh simulated board (tools/sim.py --pty); its pty
 is the DUT's port. --port is pytest-embedded's own option: a real board,
 configured (tools/flash.py) for the server named by --server; the tests
 that need to script the server or inject speech then skip. With neither, every test skips with the
-reason. CI (CI=true) means --sim unless --port is given.
+reason. CI (CI=true) means --sim unless --port is given. --tls gives the
+simulated board's server and broker a certificate from a throwaway CA
+(tests/testkit/tls_ca.py) and the board that CA (docs/security.md, TLS).
 
 pytest-embedded is loaded here, not for the whole run (pyproject disables
 its entry point): its autouse fixtures then stay inside tests/hil.
@@ -27,6 +30,7 @@ from testkit.mosquitto import Mosquitto
 from testkit.server import server_config
 from testkit.server_thread import ServerThread
 from testkit.sim_board import SimBoard
+from testkit.tls_ca import TestCA
 
 # The plugin's fixtures (autouse ones included) and hooks, scoped to this folder.
 for _name, _obj in vars(_embedded).items():
@@ -44,6 +48,8 @@ def pytest_addoption(parser):
     g.addoption("--sim", action="store_true", default=False,
                 help="run the HIL tests against the simulated board (default when CI=true and no --port)")
     g.addoption("--server", default=None, help="server URL a real board (--port) talks to")
+    g.addoption("--tls", action="store_true", default=False,
+                help="with --sim: the board talks wss:// and mqtts://, checking a throwaway CA's certificate")
 
 
 class Target:
@@ -72,19 +78,21 @@ def _mode(config):
 
 
 @pytest.fixture(scope="session")
-def _hil_server(request):
+def _hil_server(request, tmp_path_factory):
     if _mode(request.config) != "sim":
-        yield None, None, None
+        yield None, None, None, None
         return
-    broker = Mosquitto().start()
+    ca = TestCA(tmp_path_factory.mktemp("ca")) if request.config.getoption("tls") else None
+    broker = Mosquitto(tls=ca.good if ca else None).start()
     request.addfinalizer(broker.close)
     with FakeLLM() as llm:
         # A short opener (every test boots and hears it first) and no re-invitation
         # talking over a test that waits.
         cfg = server_config(llm.base_url, apps={"opener_lines": {"zh": ["你好呀！"], "en": ["Hi there!"]},
-                                                    "max_reinvites": 0})
+                                                    "max_reinvites": 0},
+                            **({"tls": {"cert": ca.good[0], "key": ca.good[1]}} if ca else {}))
         with ServerThread(cfg) as srv:
-            yield llm, srv, broker
+            yield llm, srv, broker, ca
 
 
 @pytest.fixture
@@ -95,14 +103,15 @@ def target(request, _hil_server, tmp_path):
     if mode == "port":
         yield Target(False)
         return
-    llm, srv, broker = _hil_server
+    llm, srv, broker, ca = _hil_server
     llm.default_reply = "🙂 Okay."
     state = tmp_path / "state"
     (state / "sd").mkdir(parents=True)
     for name in LESSONS:
         shutil.copy(LESSON_MP3, state / "sd" / name)
-    board = SimBoard(state, srv.ws_url, "--device-id", SIM_DEVICE_ID, "--mqtt", "127.0.0.1:%d" % broker.port,
-                     "--wake-on-alarm").start()
+    mqtt = ["--mqtt", "mqtts://127.0.0.1:%d" % broker.tls_port, "--ca", ca.ca_pem] if ca else \
+        ["--mqtt", "127.0.0.1:%d" % broker.port]
+    board = SimBoard(state, srv.ws_url, "--device-id", SIM_DEVICE_ID, *mqtt, "--wake-on-alarm").start()
     try:
         yield Target(True, llm, srv, board, broker)
     finally:

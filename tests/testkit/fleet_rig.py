@@ -129,6 +129,7 @@ class FleetRig:
         os.makedirs(home, exist_ok=True)
         env = dict(os.environ, XIAOZHI_DB_URL=self.db_url, MQTT_URL=self.mqtt_url, XIAOZHI_WS_PORT=str(WS_PORT),
                    XIAOZHI_HTTP_PORT=str(HTTP_PORT), XIAOZHI_PUBLIC_HOST=ip, XIAOZHI_HOST="0.0.0.0",
+                   XIAOZHI_TLS_ALLOW_PLAIN="1",    # plain on the namespaces' own links
                    XIAOZHI_WORKERS="1", **self.llms[name].env())
         log = open(os.path.join(home, "server.log"), "ab")
         self._log_from[name] = log.tell()      # this process's lines start here

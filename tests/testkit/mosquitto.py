@@ -4,8 +4,10 @@
     broker.url            # mqtt://127.0.0.1:PORT
     broker.stop(); broker.start()   # same port again: clients see an outage
     broker.connected_clients()      # client ids connected now, from the broker's log
+    Mosquitto(tls=(cert, key))      # also mqtts:// on broker.tls_port with that certificate
 """
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -52,12 +54,18 @@ def _listening(port):
 
 
 class Mosquitto:
-    def __init__(self, port=None):
+    def __init__(self, port=None, tls=None):
         self.port = port or free_port()
+        self.tls_port = free_port() if tls else None
         self.dir = tempfile.mkdtemp(prefix="test-mosquitto-")
         self.conf = os.path.join(self.dir, "mosquitto.conf")
         with open(self.conf, "w") as f:
             f.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n" % self.port)
+            if tls:
+                # Started by root, mosquitto would switch to its own user and
+                # could not read a key in a test's private folder.
+                f.write("user %s\nlistener %d 127.0.0.1\ncertfile %s\nkeyfile %s\n"
+                        % (pwd.getpwuid(os.getuid()).pw_name, self.tls_port, tls[0], tls[1]))
         self.proc = None
         self._log = ""
 
@@ -70,7 +78,7 @@ class Mosquitto:
         self._log = ""
         self.proc = subprocess.Popen([exe, "-c", self.conf], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 5
-        while not _listening(self.port):
+        while not (_listening(self.port) and (self.tls_port is None or _listening(self.tls_port))):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("mosquitto did not start: %s" % self.proc.stderr.read().decode(errors="replace"))
             time.sleep(0.01)

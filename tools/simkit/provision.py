@@ -8,6 +8,7 @@ XIAOZHI_API_TOKEN when set), as `xiaozhi-server device provision
 --write-config` would, so `make run` + `make sim --mqtt` work out of the box.
 """
 import json
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -45,15 +46,17 @@ def board_mac(state):
     return HostWifi(state, None).mac_str()
 
 
-def credentials(ota_url, device_id, token=None, timeout=5):
-    """{"username", "password", ...} from the server behind this OTA URL."""
+def credentials(ota_url, device_id, token=None, timeout=5, ca_file=None):
+    """{"username", "password", ...} from the server behind this OTA URL
+    (https:// checked against ca_file, the board's CA bundle)."""
     u = urllib.parse.urlsplit(ota_url)
     url = "%s://%s/api/devices/%s/credentials" % (u.scheme, u.netloc, urllib.parse.quote(device_id, safe=""))
     req = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
     if token:
         req.add_header("Authorization", "Bearer " + token)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        ctx = ssl.create_default_context(cafile=ca_file) if ca_file and url.startswith("https:") else None
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
             return json.loads(r.read())["mqtt"]
     except urllib.error.HTTPError as e:
         raise ProvisionError("the server said HTTP %d to %s (set XIAOZHI_API_TOKEN if it has an API token)"
@@ -64,7 +67,7 @@ def credentials(ota_url, device_id, token=None, timeout=5):
         raise ProvisionError("no credentials from %s: %s" % (url, e))
 
 
-def credentials_when_up(ota_url, device_id, token=None, wait_s=30, say=print):
+def credentials_when_up(ota_url, device_id, token=None, wait_s=30, say=print, ca_file=None):
     """credentials(), asked again (1, 2, 4 ... s) while the server's HTTP
     port does not answer: `make run` opens its WebSocket before its HTTP
     port, and a board without a login retries a refused MQTT login for ever."""
@@ -72,7 +75,7 @@ def credentials_when_up(ota_url, device_id, token=None, wait_s=30, say=print):
     delay = 1
     while True:
         try:
-            return credentials(ota_url, device_id, token)
+            return credentials(ota_url, device_id, token, ca_file=ca_file)
         except NotListening as e:
             left = deadline - time.monotonic()
             if left <= 0:

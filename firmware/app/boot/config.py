@@ -24,6 +24,9 @@ DEFAULTS = {
     # Parents' control over MQTT (empty url: off), local time for
     # repeating alarms, and the offline command table (empty: the asset).
     "mqtt": {"url": "", "keepalive": 60, "user": "", "password": ""},
+    # wss://, mqtts:// and https:// servers are checked against this CA
+    # bundle (PEM or DER file; lib/trust.py); without one they are refused.
+    "tls": {"ca_file": ""},
     "timezone_offset_min": 0,
     # An alarm whose time passed while the board had no power runs at the
     # next power-on only this late at most; later it is skipped and reported.

@@ -36,7 +36,12 @@ async def _ask(url, headers, body, timeout_ms):
     try:
         status, data = await http_client.request("POST", url, headers, body, timeout_ms)
     except (OSError, ValueError) as e:
-        _log.warn("OTA check at %s failed: %s", url, e)
+        import trust
+        why = trust.refusal(e) if url.startswith("https://") else None
+        if why:
+            _log.error("OTA server certificate of %s refused: %s (not asked in plain)", url, why)
+        else:
+            _log.warn("OTA check at %s failed: %s", url, e)
         return None
     if status != 200:
         _log.warn("OTA check at %s answered HTTP %d", url, status)

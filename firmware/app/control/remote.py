@@ -25,10 +25,11 @@ TX_BYTES = const(2048)    # an ack: the header and up to 500 chars (CJK: 3 bytes
 
 
 def _parse_url(url):
-    # mqtt://host[:port]
+    # mqtt://host[:port] or mqtts://host[:port] (TLS: lib/trust.py checks the broker)
+    secure = url.startswith("mqtts://")
     rest = url.split("://", 1)[-1].rstrip("/")
     host, _, port = rest.partition(":")
-    return host, int(port) if port else 1883
+    return host, int(port) if port else (8883 if secure else 1883), secure
 
 
 class Remote:
@@ -56,13 +57,14 @@ class Remote:
             proto.ACTION_UNSET_ALARM: self._unset_alarm,
         }, rtc, records)
         self.control.on_ack = self._acked
-        host, port = _parse_url(m["url"])
+        host, port, secure = _parse_url(m["url"])
         # The client id is the login: brokers bind the one to the other, so
         # no device can take another's session (docs/security.md).
         c = mqtt.MQTTClient(host, port, m.get("user") or "xz-" + dev_id, on_message=self._on_message,
                             keepalive=m.get("keepalive", 60), user=m.get("user") or None,
                             password=m.get("password") or None, on_oversize=self._on_oversize,
-                            on_connect=self._on_connect, max_packet=RX_PACKET, send_buf=TX_BYTES)
+                            on_connect=self._on_connect, max_packet=RX_PACKET, send_buf=TX_BYTES,
+                            secure=secure, on_refused=self._on_refused)
         for tp in self.control.topics:
             c.subscribe(tp, 1)
         self.mqtt = c
@@ -81,6 +83,9 @@ class Remote:
         if self.mqtt is None:
             return False
         return await self.mqtt.publish(topic, data, qos)
+
+    def _on_refused(self, reason):
+        self.bus.emit("untrusted", channel="mqtt", reason=reason)
 
     def _on_message(self, topic, payload):
         # Off the reading task: an action waits for the server, and our own

@@ -252,7 +252,7 @@ class Entry:
         talking = False
         if speak:
             talking = await self.session.stop_all("voice_menu")
-            await self._say(step)
+            await self.say(step)
             cmds.restart_timer()
         # Once asked: the menu waits for its answer from now on.
         self.bus.emit("menu", step=step, what="open", choices=choices, timeout_ms=cmds.menu_ms, spoken=speak)
@@ -262,18 +262,19 @@ class Entry:
         cmds.reset()
         _log.info("menu %s: no answer within %d ms", step, cmds.menu_ms)
         if speak:
-            await self._say("menu_timeout")
+            await self.say("menu_timeout")
         self.bus.emit("menu", step=step, what="timeout", choices=choices, timeout_ms=cmds.menu_ms, spoken=speak)
         if talking:
             await self.session.listen()
 
-    async def _say(self, key):
+    async def say(self, key):
+        """Speak a rendered prompt (app/entry/prompts.py); the frames played (0: none on the card)."""
         from app.entry import prompts
         path = prompts.find(key, self.cfg.get("language") or prompts.FALLBACK_LANG)
         if path is None:
             _log.warn("no prompt %s on the card (tools/render_prompts.py)", key)
-            return
-        await prompts.play(self.board.speaker, path)
+            return 0
+        return await prompts.play(self.board.speaker, path)
 
     async def shutdown(self):
         if self.remote is not None:

@@ -65,6 +65,7 @@ class Channel:
         self.server_hello = None
         self.last_rx = 0
         self.close_reason = None
+        self.refusal = None              # why the server's certificate was refused
         self._reserve = None
         self._keep_block()
         self._calls = {}                 # our request id -> [Event, reply]
@@ -100,6 +101,14 @@ class Channel:
         try:
             conn = await ws.connect(url, headers, timeout_ms=CONNECT_TIMEOUT_MS,
                                     max_size=MAX_MESSAGE)
+        except ws.CertificateRefused as e:
+            # Not the server we trust: no hello, no plain retry, no OTA re-ask
+            # (the device says so aloud: app/device.py).
+            _log.error("%s", e)
+            self.close_reason = "untrusted"
+            self.refusal = e.reason
+            self._keep_block()
+            return False
         except (ws.WSError, OSError, ValueError) as e:
             _log.warn("cannot connect to %s: %s", url, e)
             self.close_reason = "unreachable"    # the device asks OTA again (app/device.py)

@@ -25,6 +25,11 @@ login alone, written beside the broker's config. It ends with
 the server, even one killed with SIGKILL (setpriv --pdeathsig): a broker left
 behind would hold the port with the old files and no one to reload it.
 
+With a certificate (config `tls`, given here as `tls`) it also listens
+with TLS on server.host:`mqtt.tls_port` (8883), with the same logins and
+ACL as the plain port, which stays on loopback: devices are handed
+mqtts:// (`device_url`).
+
 Its log (a file, not a pipe nobody may read) is read here as it grows:
 "Client X already connected, closing old connection" is a session takeover,
 handed to `on_takeover(device_id)` (two boards with one device id fight
@@ -51,6 +56,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 1883
+DEFAULT_TLS_PORT = 8883
 LOG_KEEP_BYTES = 1 << 20
 START_ATTEMPTS = 3
 MAX_PACKET_BYTES = proto.MQTT_MAX_PAYLOAD + 1024     # the payload, its topic and the header
@@ -98,11 +104,14 @@ class BrokerError(Exception):
 
 
 def parse_url(url):
-    """(host, port, username, password) of mqtt://user:pass@host:port."""
+    """(host, port, username, password, secure) of mqtt://user:pass@host:port
+    (mqtts://: TLS, port 8883 unless given)."""
     u = urllib.parse.urlsplit(url if "://" in url else "mqtt://" + url)
-    if u.scheme not in ("mqtt", "tcp"):
-        raise BrokerError("MQTT url must be mqtt://host:port, not %s" % url)
-    return u.hostname or DEFAULT_HOST, u.port or DEFAULT_PORT, u.username, u.password
+    if u.scheme not in ("mqtt", "tcp", "mqtts"):
+        raise BrokerError("MQTT url must be mqtt://host:port or mqtts://host:port, not %s" % url)
+    secure = u.scheme == "mqtts"
+    return (u.hostname or DEFAULT_HOST, u.port or (DEFAULT_TLS_PORT if secure else DEFAULT_PORT),
+            u.username, u.password, secure)
 
 
 def listening(host, port, timeout=0.2):
@@ -115,14 +124,19 @@ def listening(host, port, timeout=0.2):
 
 class Broker:
     def __init__(self, url=None, port=None, credentials=None, admin_user=None, admin_password=None,
-                 allow_open=False):
+                 allow_open=False, tls=None, ca_file=None):
         """credentials: a loaded credentials.Credentials (the server's own
         login and the admin's on the broker started here); admin_user and
         admin_password: the dynamic security admin (default for the broker
-        started here: "xiaozhi-admin", its password derived from the secret)."""
+        started here: "xiaozhi-admin", its password derived from the secret).
+        tls: {"cert", "key", "host", "port"} for its TLS listener, or None.
+        ca_file: what a configured mqtts:// broker's certificate is checked
+        against (None: the system's CAs)."""
         self.configured = bool(url)
-        self.host, self.port, self.username, self.password = parse_url(
+        self.tls = tls if tls and tls.get("cert") and not url else None
+        self.host, self.port, self.username, self.password, self.secure = parse_url(
             url or "mqtt://%s:%d" % (DEFAULT_HOST, port or DEFAULT_PORT))
+        self.ca_file = ca_file
         self.credentials = credentials
         self.allow_open = allow_open
         self.admin_user = admin_user or DEFAULT_ADMIN_USER
@@ -144,7 +158,39 @@ class Broker:
 
     @property
     def url(self):
-        return "mqtt://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("mqtts" if self.secure else "mqtt", self.host, self.port)
+
+    def device_url(self, host):
+        """The broker as a device at `host` reaches it: mqtts:// on the TLS
+        listener when there is one (or on a configured mqtts:// broker)."""
+        if self.tls is not None:
+            return "mqtts://%s:%d" % (host, self.tls["port"])
+        return "%s://%s:%d" % ("mqtts" if self.secure else "mqtt", host, self.port)
+
+    def link_tls_context(self):
+        """The server's own link to a configured mqtts:// broker: the broker's
+        certificate checked (ca_file, else the system's CAs); None for plain."""
+        if not (self.configured and self.secure):
+            return None
+        import ssl
+        return ssl.create_default_context(cafile=self.ca_file or None)
+
+    def listeners(self):
+        """(url, secure, bind address) of each listener of the broker started here."""
+        out = [(self.url, False, self.host)]
+        if self.link_port is not None:
+            out.append(("mqtt://127.0.0.1:%d (the server's own link)" % self.link_port, False, "127.0.0.1"))
+        if self.tls is not None:
+            out.append(("mqtts://%s:%d" % (self.tls["host"], self.tls["port"]), True, self.tls["host"]))
+        return out
+
+    def _tls_bind(self):
+        """The TLS listener's address, or "" for every interface."""
+        host = self.tls["host"]
+        return "" if host in ("0.0.0.0", "", "::", "[::]") else host.strip("[]")
+
+    def _tls_reachable(self):
+        return self.tls is None or listening(self._tls_bind() or "127.0.0.1", self.tls["port"])
 
     def server_address(self):
         """(host, port, transport) the server's own link connects to: its own
@@ -199,6 +245,11 @@ class Broker:
                     "log_type notice\nlog_type information\nmax_packet_size %d\n" % (self.log_path, MAX_PACKET_BYTES))
             if self.credentials is None:
                 f.write("listener %d %s\nallow_anonymous true\n" % (self.port, self.host))
+                if self.tls is not None:
+                    # As whoever runs the server: mosquitto started by root would
+                    # switch to its own user and could not read the key.
+                    f.write("user %s\n%sallow_anonymous true\n"
+                            % (pwd.getpwuid(os.getuid()).pw_name, self._tls_listener()))
             else:
                 f.write(self._authenticated_listeners())
         # Now and then (a few starts in a hundred on a busy machine) a mosquitto
@@ -209,7 +260,7 @@ class Broker:
                 *_ending_with_us(exe), "-c", conf, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE)
             for _ in range(150):
-                if listening(self.host, self.port) and \
+                if listening(self.host, self.port) and self._tls_reachable() and \
                         (self.link_port is None or listening("127.0.0.1", self.link_port)):
                     log.info("started mosquitto on %s:%d", self.host, self.port)
                     self._reader = asyncio.create_task(self._follow_log(), name="mosquitto-log")
@@ -232,19 +283,18 @@ class Broker:
         raise BrokerError("mosquitto did not start on %s:%d %s" % (self.host, self.port, err))
 
     def _authenticated_listeners(self):
-        """Two listeners. The port everyone uses binds each client id to the
-        login. The server's own link comes in on a loopback port of its own
-        that takes only the server's login and keeps the client id it sends: there a device cannot log in at all, and on the port
-        whoever logs in with the server's login (a parents' tool, a test)
-        takes a session of that name, not the link's."""
-        from .credentials import SERVER_USER, write_private
-        from .credentials import _hash as password_hash
+        """The logins are the dynamic security plugin's, loaded once for every
+        listener (per_listener_settings false: loaded per listener, each
+        listener would hold its own copy of the logins and only the one the
+        admin reaches would learn a new device). The port devices use, and
+        the TLS one, bind each client id to the login; the server's own link
+        comes in on a loopback port of its own that keeps the client id it
+        sends (each node's MQTT session is its own), so whoever logs in with
+        the server's login on the devices' port takes a session of that
+        name, not a link's."""
+        from .credentials import SERVER_USER
         if self.link_port is None:      # kept across a stop, so the link finds it again
             self.link_port = _free_loopback_port()
-        server_passwd = os.path.join(self._dir, "passwd-server")
-        write_private(server_passwd, "%s:%s\n" % (SERVER_USER, password_hash(self.credentials.server_password())))
-        server_acl = os.path.join(self._dir, "acl-server")
-        write_private(server_acl, "user %s\ntopic write snlp/v1/+/cmd/#\ntopic read snlp/v1/+/rpt/#\n" % SERVER_USER)
         try:
             plugin = dynsec.plugin_path()
             dynsec.prepare_file(self.credentials.dynsec_path, self.admin_user, self.admin_password,
@@ -254,11 +304,18 @@ class Broker:
         logins = "plugin %s\nplugin_opt_config_file %s\n" % (plugin, os.path.abspath(self.credentials.dynsec_path))
         # Started by root, mosquitto would switch to its own user and lose
         # the 0600 files: it runs as whoever runs the server.
-        return ("user %s\nper_listener_settings true\n"
-                "listener %d %s\nallow_anonymous false\nuse_username_as_clientid true\n%s"
-                "listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\nacl_file %s\n"
-                % (pwd.getpwuid(os.getuid()).pw_name, self.port, self.host, logins, self.link_port, server_passwd,
-                   server_acl))
+        return ("user %s\nper_listener_settings false\nallow_anonymous false\n%s"
+                "listener %d %s\nuse_username_as_clientid true\n"
+                "listener %d 127.0.0.1\n%s"
+                % (pwd.getpwuid(os.getuid()).pw_name, logins, self.port, self.host, self.link_port,
+                   self._tls_listener() + "use_username_as_clientid true\n" if self.tls is not None else ""))
+
+    def _tls_listener(self):
+        """The TLS listener's lines (TLS 1.2 at least); its auth settings follow."""
+        bind = self._tls_bind()
+        return ("listener %d%s\ncertfile %s\nkeyfile %s\ntls_version tlsv1.2\n"
+                % (self.tls["port"], " " + bind if bind else "", os.path.abspath(self.tls["cert"]),
+                   os.path.abspath(self.tls["key"])))
 
     async def check_refuses_strangers(self):
         """Connect anonymously and with a wrong password: a broker that takes

@@ -121,7 +121,7 @@ class Devices:
             await dyn.set_device(device_id, password)
         host = self.public_host or self.broker.host
         return {"device_id": device_id,
-                "mqtt": {"url": "mqtt://%s:%d" % (host, self.broker.port),
+                "mqtt": {"url": self.broker.device_url(host),
                          "username": self.creds.mqtt_user(device_id), "password": password},
                 "token": self.creds.device_token(device_id),
                 "broker_enforces": dyn is not None}

@@ -67,6 +67,7 @@ class MqttLink:
         self.host, self.port = host, port
         self.identifier = identifier
         self.transport = "tcp"      # "unix": host is the path of the broker's socket
+        self.tls_context = None     # an ssl.SSLContext: TLS to the broker (mqtts://)
         self.username, self.password = username, password
         self.on_report = on_report
         self.on_connect = on_connect
@@ -123,7 +124,7 @@ class MqttLink:
             try:
                 async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
                                           keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
-                                          transport=self.transport, **self._session()) as client:
+                                          transport=self.transport, tls_context=self.tls_context, **self._session()) as client:
                     for t in REPORT_TOPICS:
                         await client.subscribe(t, qos=1)
                     self._client = client
@@ -138,6 +139,10 @@ class MqttLink:
             except aiomqtt.MqttError as e:
                 if self.connected.is_set():
                     log.warning("lost the MQTT broker %s:%d (%s); reconnecting", self.host, self.port, e)
+                elif self.tls_context is not None and "certificate" in str(e).lower():
+                    # A broker that is not the one we trust is not a passing outage.
+                    self.log_throttle.log(logging.WARNING, ("tls",), "MQTT broker %s:%d: its certificate is "
+                                          "refused (%s); not connecting", self.host, self.port, e)
                 else:
                     log.debug("MQTT broker %s:%d: %s; trying again", self.host, self.port, e)
             finally:

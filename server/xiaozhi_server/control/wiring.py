@@ -55,8 +55,12 @@ def broker(config: dict) -> Broker:
     loopback that keeps the device logins (dynamic security)."""
     creds = Credentials(auth_dir(config)).load()
     m = config["mqtt"]
+    tls = config.get("tls") or {}
+    listener = dict(cert=tls.get("cert"), key=tls.get("key"), host=config["server"]["host"],
+                    port=int(m.get("tls_port") or 8883)) if tls.get("cert") else None
     return Broker(m.get("url"), m.get("port"), creds, admin_user=m.get("admin_user"),
-                  admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")))
+                  admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")),
+                  tls=listener, ca_file=m.get("ca_file"))
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
@@ -66,10 +70,12 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     ctl = config.get("control") or {}
 
     def make_link(on_report, on_connect):
-        return MqttLink(broker.host, broker.port, broker.username, broker.password,
+        link = MqttLink(broker.host, broker.port, broker.username, broker.password,
                         on_report=on_report, on_connect=on_connect,
                         backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)),
                         identifier="xiaozhi-server-%s" % plane_id)
+        link.tls_context = broker.link_tls_context()
+        return link
 
     store = conversation_store(config)
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])

@@ -36,12 +36,15 @@ def make_guard(limits):
                            float(limits["http_header_timeout_s"]), float(limits["log_interval_s"]))
 
 
-async def serve(runner, guard, host, port):
-    """Listen for `runner` (a set-up web.AppRunner) with every connection through `guard`."""
+async def serve(runner, guard, host, port, ssl=None, handshake_timeout_s=None):
+    """Listen for `runner` (a set-up web.AppRunner) with every connection
+    through `guard`; with `ssl` (a server SSLContext) on HTTPS, the guard
+    seeing a connection once its TLS handshake is done (within handshake_timeout_s)."""
     loop = asyncio.get_running_loop()
     factory = runner.server
+    tls = dict(ssl=ssl, ssl_handshake_timeout=handshake_timeout_s) if ssl is not None else {}
     return await loop.create_server(lambda: GuardedProtocol(factory(), guard), host, port,
-                                    backlog=accept_burst(guard.max_pending), reuse_address=True)
+                                    backlog=accept_burst(guard.max_pending), reuse_address=True, **tls)
 
 
 def edge_middleware(guard, limits, throttle):

@@ -36,7 +36,7 @@ from aiohttp import web
 from .. import protocol as proto
 from ..control.errors import StoreUnavailable
 from ..logthrottle import LogThrottle
-from . import auth, http_edge
+from . import auth, http_edge, tls
 
 if TYPE_CHECKING:
     from ..services import Services
@@ -68,13 +68,15 @@ def firmware_version(info, user_agent):
 
 
 class HttpServer:
-    def __init__(self, services: Services, ws_url_for: Callable[[str], str], broker_url: str | None = None) -> None:
+    def __init__(self, services: Services, ws_url_for: Callable[[str], str],
+                 broker_url_for: Callable[[str], str] | None = None) -> None:
         self.services = services
         cfg = services.config["server"]
         self.host = cfg["host"]
         self.port = cfg["http_port"]
+        self.ssl = tls.server_context(services.config)
         self._ws_url_for = ws_url_for
-        self.broker_url = broker_url
+        self.broker_url_for = broker_url_for    # fn(host) -> the broker's URL as a device there reaches it
         self.devices = None     # control.devices.Devices when the control plane runs
         self.fleet = None       # control.fleet.Node: which node a device is sent to
         self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
@@ -92,8 +94,12 @@ class HttpServer:
         self._listener: asyncio.Server | None = None
 
     @property
+    def base_url(self) -> str:
+        return "%s://%s:%d" % ("https" if self.ssl else "http", self.host, self.port)
+
+    @property
     def ota_url(self) -> str:
-        return "http://%s:%d/xiaozhi/ota/" % (self.host, self.port)
+        return self.base_url + "/xiaozhi/ota/"
 
     async def ota(self, request):
         ident = auth.identify(str(request.rel_url), request.headers)
@@ -128,8 +134,8 @@ class HttpServer:
         control = None
         if kind == "granted":
             control = grant["mqtt"]
-        elif self.broker_url:
-            control = {"url": self.broker_url}
+        elif self.broker_url_for is not None:
+            control = {"url": self.broker_url_for(host)}
         # Nodes sharing a store: the device's node (sticky while it lives), else
         # the least loaded; this node when it is the one, or the store cannot say.
         other = await self.fleet.ws_url_for(ident.device_id) if self.fleet is not None else None
@@ -182,7 +188,8 @@ class HttpServer:
         self._runner = web.AppRunner(self.app, access_log=None,
                                      keepalive_timeout=float(self.limits["http_header_timeout_s"]))
         await self._runner.setup()
-        self._listener = await http_edge.serve(self._runner, self.guard, self.host, self.port)
+        self._listener = await http_edge.serve(self._runner, self.guard, self.host, self.port, self.ssl,
+                                               float(self.limits["http_header_timeout_s"]))
         if self.port == 0:
             self.port = self._listener.sockets[0].getsockname()[1]
         return self

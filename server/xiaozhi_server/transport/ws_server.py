@@ -1,4 +1,5 @@
-"""The xiaozhi WebSocket endpoint: ws://HOST:8000/xiaozhi/v1/.
+"""The xiaozhi WebSocket endpoint: ws://HOST:8000/xiaozhi/v1/ (wss:// with
+a certificate configured: tls.py).
 
 It checks who connects, then hands the connection to a Session. A refused
 device gets close code 1008 (policy violation) with the reason and a log
@@ -27,7 +28,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from .. import protocol as proto
 from ..logthrottle import LogThrottle
 from ..session.session import Session
-from . import auth
+from . import auth, tls
 from .device_sessions import DeviceSessions
 from .guard import ConnectionGuard, accept_burst
 from .ratelimit import LimitedConnection, RateStats
@@ -68,6 +69,7 @@ class WsServer:
         self.host = cfg["host"]
         self.port = cfg["ws_port"]
         self.path = cfg["ws_path"]
+        self.ssl = tls.server_context(services.config)
         self.limits = services.config["limits"]
         hello_s = float(services.config["session"].get("hello_timeout_s", 10))
         self.guard = ConnectionGuard("WebSocket", int(self.limits["ws_max_connections"]),
@@ -81,7 +83,7 @@ class WsServer:
 
     @property
     def url(self) -> str:
-        return "ws://%s:%d%s" % (self.host, self.port, self.path)
+        return "%s://%s:%d%s" % ("wss" if self.ssl else "ws", self.host, self.port, self.path)
 
     def _process_request(self, connection, request):
         if request.path.split("?")[0].rstrip("/") != self.path.rstrip("/"):
@@ -131,6 +133,10 @@ class WsServer:
                   open_timeout=float(self.limits["ws_handshake_timeout_s"]),
                   create_connection=self._connection_class(), logger=logging.getLogger(LIBRARY_LOG),
                   backlog=accept_burst(self.guard.max_pending))
+        if self.ssl is not None:
+            # The guard sees a connection once its TLS handshake is done:
+            # a handshake that never ends is cut by the same timeout.
+            kw.update(ssl=self.ssl, ssl_handshake_timeout=float(self.limits["ws_handshake_timeout_s"]))
         if sockets:
             self._servers = [await serve(self._handle, sock=s, **kw) for s in sockets]
         else:

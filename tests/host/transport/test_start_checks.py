@@ -40,6 +40,12 @@ def test_a_host_that_is_not_loopback_needs_a_token(tmp_path, host):
     assert done.returncode == 2 and "exposes the server to the network" in done.stderr, done.stderr
 
 
+def test_a_plain_listener_off_loopback_needs_a_certificate_or_allow_plain(tmp_path):
+    done = run_server(tmp_path, 'auth:\n  tokens: ["s3cret-token"]\n', "--host", "0.0.0.0")
+    assert done.returncode == 2 and "no certificate is set" in done.stderr and "tls.allow_plain" in done.stderr, \
+        done.stderr
+
+
 @pytest.mark.parametrize("host,loopback", [
     ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True), ("localhost", True),
     ("LOCALHOST", True), ("127.evil.com", False), ("127.0.0.1.nip.io", False), ("0.0.0.0", False),
