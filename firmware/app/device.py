@@ -131,11 +131,13 @@ class Device:
 
     def _untrusted(self, ev):
         # A refused server certificate: the child hears why the companion is
-        # silent, once per channel (MQTT retries on its backoff).
+        # silent, once (MQTT retries on its backoff, and both channels are
+        # usually refused together: one line, not the same line twice).
         if ev["event"] != "untrusted" or ev["channel"] in self._told_untrusted:
             return
         self._told_untrusted.append(ev["channel"])
-        asyncio.create_task(self._say_untrusted())
+        if len(self._told_untrusted) == 1:
+            asyncio.create_task(self._say_untrusted())
 
     async def _say_untrusted(self):
         frames = await self.entry.say("server_untrusted")

@@ -120,7 +120,7 @@ async def test_a_wrong_certificate_is_refused_on_both_channels_and_said_aloud(in
                 and "refused" in line and reason in line]
         assert [line for line in sim.lines if "mqtt: server certificate of 127.0.0.1:%d refused" %
                 server.broker.tls["port"] in line and reason in line]
-        # Once per channel, however often MQTT tries again.
+        # Once, for both channels, however often MQTT tries again.
         assert len([e for e in sim.events if e["event"] == "prompt"]) == 1
         assert not [e for e in sim.events if e["event"] == "mqtt" and e.get("action") == "CONNECT"]
         assert server.sessions() == 0
@@ -192,7 +192,7 @@ async def test_the_server_links_to_an_outside_broker_over_mqtts(trusted, ca, tmp
         await server.start()
         if trusted:
             await asyncio.wait_for(server.control.link.connected.wait(), 30)
-            assert server.control.devices.credentials(BOARD)["mqtt"]["url"].startswith("mqtts://")
+            assert (await server.control.devices.credentials(BOARD))["mqtt"]["url"].startswith("mqtts://")
         else:
             await eventually(lambda: [r for r in caplog.records if "certificate is refused" in r.getMessage()],
                              timeout=30)
