@@ -68,6 +68,9 @@ class XiaozhiServer:
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid
+            if self.pool is None:   # a worker opens the store itself (shard/worker.py)
+                from .control.wake import WakeArbiter, window_s
+                self.services.wake_floor = WakeArbiter(self.control.store, window_s(config))
 
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)

@@ -157,13 +157,35 @@ def _add_missed(db):
         db.execute("ALTER TABLE schedules ADD COLUMN missed TEXT")
 
 
+# Households (which devices share a home, so only the nearest answers a wake
+# word) and the wake words their devices heard: one row per device per
+# round, a round being the window its first claim opened (store_wake.py).
+_WAKE = """
+CREATE TABLE household_members (
+    device_id TEXT PRIMARY KEY,
+    household_id TEXT NOT NULL
+);
+CREATE INDEX household_members_by_household ON household_members (household_id);
+CREATE TABLE wake_claims (
+    household_id TEXT NOT NULL,
+    round_at DOUBLE PRECISION NOT NULL,
+    device_id TEXT NOT NULL,
+    level DOUBLE PRECISION,
+    score DOUBLE PRECISION,
+    claimed_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (household_id, round_at, device_id)
+)
+"""
+
+
 MIGRATIONS = (
     Migration(1, "the first release's tables", _first_sqlite, _FIRST_TABLES),
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
     Migration(3, "nodes, device routes, the shared secret, schedule deliveries", _FLEET, _FLEET),
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
+    Migration(9, "households and the wake words their devices heard", _WAKE, _WAKE),
 )
-LATEST = MIGRATIONS[-1].version
+LATEST = max(m.version for m in MIGRATIONS)
 
 
 def _script(db, text):

@@ -85,6 +85,9 @@ async def _build(settings, config, listen_fds):
         from ..control import wiring
         from ..control.credentials import Credentials
         ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
+        # The household's wake words are arbitrated in the store every node shares.
+        from ..control.wake import open_arbiter
+        services.wake_floor = await open_arbiter(config)
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
     return services, mcp, ws
 
