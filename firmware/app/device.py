@@ -8,14 +8,17 @@
 # - wake word / button: stop the SD player (cancels passes and power-off);
 #   open the channel if needed (hello within 10 s, else back to idle); if
 #   the server was speaking or listening, `abort` (wake_word_detected)
-#   first; then `listen detect` (wake word) and `listen start`.
+#   first; then `listen detect` (wake word, with the level and score the
+#   engine heard it at: the server lets the nearest device of a household
+#   answer) and `listen start`.
 # - `tts start`: pause the player, mic off, speaking; downstream Opus is
 #   played only while speaking; `tts stop`: wait for the speaker to drain,
 #   resume the player, then listening again (idle in manual mode).
 # - any end of the channel: mic off, reply ended, player resumed, idle; the
 #   next wake reconnects (and, if configured, a background retry with
-#   backoff); a connect that fails asks OTA again (its server may be gone)
-#   and tries the server it names.
+#   backoff, but not after the server's own goodbye: another device of the
+#   household answered, or the child said goodbye); a connect that fails
+#   asks OTA again (its server may be gone) and tries the server it names.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
@@ -102,6 +105,7 @@ class Device:
         self._uplink = None
         self._finish = None
         self._retry = None
+        self._goodbye = False        # the server ended the channel on purpose: no retry
         self._busy = asyncio.Lock()  # one user action (connect, listen) at a time
         self._end = asyncio.Event()
         self._button = Flag()
@@ -199,9 +203,23 @@ class Device:
                 await self._abort("wake_word_detected")
             elif not await self._ensure_channel():
                 return
+            level, score = self._wake_measure(word)
             await self.channel.send(proto.listen(proto.LISTEN_DETECT, self.channel.session_id,
-                                                 text=word))
+                                                 text=word, level=level, score=score))
             await self._start_listening()
+
+    def _wake_measure(self, word):
+        """(level dBFS, score) of the wake word the engine heard last, each
+        None when it did not say (or the wake came from elsewhere)."""
+        last = getattr(self.board.voice, "last", None)
+        if not last or last[0] != "wake" or last[1] != word:
+            return None, None
+        score, level = last[2], last[3]
+        if score is not None and not 0 <= score <= 1:
+            score = None
+        if level is not None:
+            level = max(-200, min(20, level))
+        return level, score
 
     async def on_button(self):
         _log.info("button in state %s", self.state.state)
@@ -334,6 +352,7 @@ class Device:
         elif t == "system" and msg["command"] == "reboot":
             self.board.power.reset()
         elif t == "goodbye":
+            self._goodbye = True
             asyncio.create_task(self.channel.close())
 
     async def _on_mcp(self, payload):
@@ -394,7 +413,8 @@ class Device:
         self.tools_listed.clear()
         self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
-        if self.retry_attempts and self._retry is None and self.power.cause is None:
+        goodbye, self._goodbye = self._goodbye, False
+        if self.retry_attempts and self._retry is None and self.power.cause is None and not goodbye:
             self._retry = asyncio.create_task(self._retry_loop())
 
     async def _retry_loop(self):

@@ -159,7 +159,8 @@ def _add_missed(db):
 
 # Households (which devices share a home, so only the nearest answers a wake
 # word) and the wake words their devices heard: one row per device per
-# round, a round being the window its first claim opened (store_wake.py).
+# round, a round being the window its first claim opened, `seq` its place
+# in the round (store_wake.py).
 _WAKE = """
 CREATE TABLE household_members (
     device_id TEXT PRIMARY KEY,
@@ -170,6 +171,7 @@ CREATE TABLE wake_claims (
     household_id TEXT NOT NULL,
     round_at DOUBLE PRECISION NOT NULL,
     device_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
     level DOUBLE PRECISION,
     score DOUBLE PRECISION,
     claimed_at DOUBLE PRECISION NOT NULL,

@@ -2,7 +2,8 @@
 connection and worker thread; tables in schema.py, migration 9).
 
     household_members  device_id (one household at most), household_id
-    wake_claims        household_id, round_at, device_id, level, score, claimed_at
+    wake_claims        household_id, round_at, device_id, seq (1 for the round's first
+                       claim, 2 for the next...), level, score, claimed_at
 
 A round is the window a household's first claim opens: a claim made within
 `window_s` of a round's start joins it, a later one opens the next. Joining
@@ -14,7 +15,7 @@ KEEP_CLAIMS_S = 60.0
 
 
 def _claim(row):
-    return {"device_id": row["device_id"], "level": row["level"], "score": row["score"],
+    return {"device_id": row["device_id"], "seq": row["seq"], "level": row["level"], "score": row["score"],
             "claimed_at": row["claimed_at"]}
 
 
@@ -60,9 +61,13 @@ class WakeRecords:
                 row = self._db.execute("SELECT MAX(round_at) FROM wake_claims WHERE household_id=? AND round_at > ?",
                                        (household_id, now - window_s)).fetchone()
                 round_at = row[0] if row and row[0] is not None else now
-                self._db.execute("INSERT INTO wake_claims (household_id, round_at, device_id, level, score, claimed_at) "
-                                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (household_id, round_at, device_id) DO NOTHING",
-                                 (household_id, round_at, device_id, level, score, now))
+                # The order of claims is the order they took the lock in, not
+                # their times (two nodes' clocks, or one clock's tick, may tie).
+                self._db.execute("INSERT INTO wake_claims (household_id, round_at, device_id, seq, level, score, "
+                                 "claimed_at) SELECT ?, ?, ?, COUNT(*) + 1, ?, ?, ? FROM wake_claims "
+                                 "WHERE household_id=? AND round_at=? "
+                                 "ON CONFLICT (household_id, round_at, device_id) DO NOTHING",
+                                 (household_id, round_at, device_id, level, score, now, household_id, round_at))
                 self._db.execute("DELETE FROM wake_claims WHERE household_id=? AND round_at < ?",
                                  (household_id, now - KEEP_CLAIMS_S))
                 return {"round_at": round_at, "claims": self._round(household_id, round_at)}
@@ -73,7 +78,7 @@ class WakeRecords:
         return await self._run(self._round, household_id, round_at)
 
     def _round(self, household_id, round_at):
-        rows = self._db.execute("SELECT device_id, level, score, claimed_at FROM wake_claims "
-                                "WHERE household_id=? AND round_at=? ORDER BY claimed_at, device_id",
+        rows = self._db.execute("SELECT device_id, seq, level, score, claimed_at FROM wake_claims "
+                                "WHERE household_id=? AND round_at=? ORDER BY seq",
                                 (household_id, round_at))
         return [_claim(r) for r in rows]

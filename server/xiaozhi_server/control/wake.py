@@ -34,7 +34,7 @@ def winner(claims):
     if any(c["level"] is None for c in claims):
         return claims[0]["device_id"]
     best = max(claims, key=lambda c: (c["level"], c["score"] if c["score"] is not None else -1.0,
-                                      -c["claimed_at"]))
+                                      -c["seq"]))
     return best["device_id"]
 
 
