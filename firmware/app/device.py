@@ -16,8 +16,8 @@
 #   resume the player, then listening again (idle in manual mode).
 # - any end of the channel: mic off, reply ended, player resumed, idle; the
 #   next wake reconnects (and, if configured, a background retry with
-#   backoff, but not after the server's own goodbye: another device of the
-#   household answered, or the child said goodbye); a connect that fails
+#   backoff, but not after the server said another device of the
+#   household answers: a new session would greet); a connect that fails
 #   asks OTA again (its server may be gone) and tries the server it names.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
@@ -50,6 +50,9 @@ except ImportError:  # CPython
 MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, complexity 0)
 _HDR_MAX = const(16)        # the largest binary header (v2)
 _REASK_OTA_MS = const(3000)  # per OTA URL when a connect failed: another may answer
+# The server's goodbye when another device of the household answers the
+# wake word (docs/server.md): this one stays idle until its next wake.
+ANSWERED_ELSEWHERE = "another_device_answered"
 
 _log = log.get("device")
 
@@ -105,7 +108,7 @@ class Device:
         self._uplink = None
         self._finish = None
         self._retry = None
-        self._goodbye = False        # the server ended the channel on purpose: no retry
+        self._stay_idle = False      # another device answered: no retry
         self._busy = asyncio.Lock()  # one user action (connect, listen) at a time
         self._end = asyncio.Event()
         self._button = Flag()
@@ -352,7 +355,7 @@ class Device:
         elif t == "system" and msg["command"] == "reboot":
             self.board.power.reset()
         elif t == "goodbye":
-            self._goodbye = True
+            self._stay_idle = msg.get("reason") == ANSWERED_ELSEWHERE
             asyncio.create_task(self.channel.close())
 
     async def _on_mcp(self, payload):
@@ -413,8 +416,8 @@ class Device:
         self.tools_listed.clear()
         self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
-        goodbye, self._goodbye = self._goodbye, False
-        if self.retry_attempts and self._retry is None and self.power.cause is None and not goodbye:
+        stay_idle, self._stay_idle = self._stay_idle, False
+        if self.retry_attempts and self._retry is None and self.power.cause is None and not stay_idle:
             self._retry = asyncio.create_task(self._retry_loop())
 
     async def _retry_loop(self):

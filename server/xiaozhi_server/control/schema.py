@@ -16,7 +16,7 @@ REAL). Where they differ, a migration gives one text per dialect.
 Migration 1 is the schema of the release before migrations: a SQLite file
 of that release (or an older one, missing the columns added since) is
 brought to it in place, keeping its rows. To add a table or column later
-(the dialogue context of a device, wake-word claims: docs/deploy.md), add
+(the dialogue context of a device: docs/deploy.md), add
 a migration at the end; never edit one that has shipped.
 """
 from __future__ import annotations

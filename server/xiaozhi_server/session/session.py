@@ -57,6 +57,10 @@ class DeviceSocket(Protocol):
 
 log = logging.getLogger(__name__)
 
+# The goodbye's reason for a device whose household's wake word another
+# device answers (our firmware then stays idle: app/device.py).
+ANSWERED_ELSEWHERE = "another_device_answered"
+
 # The reply task whose work is running; tasks it spawns (the speaker's
 # synthesis, tool calls inside it) inherit it.
 _CURRENT_REPLY = contextvars.ContextVar("current_reply", default=None)
@@ -548,7 +552,7 @@ class Session:
             return True
         log.info("[%s] another device of the household answers the wake word: back to idle", self.device_id)
         self._cancel_reply()
-        await self.close("another_device_answered")
+        await self.close(ANSWERED_ELSEWHERE)
         return False
 
     async def _on_floor(self, fn, *args):
