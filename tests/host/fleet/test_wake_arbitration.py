@@ -201,3 +201,17 @@ async def test_a_claim_after_the_window_opens_a_round_of_its_own(tmp_path):
     await store.set_household("home", [FAR])
     assert await store.household_of(NEAR) is None and await store.household_of(FAR) == ("home", 1)
     await store.close()
+
+
+async def test_a_household_set_through_one_node_is_what_another_reads(fleet):
+    one, two = await fleet(2)
+    assert await one.call("PUT", "/api/households/home", {"devices": [FAR, NEAR, NEAR]}) == \
+        (200, {"household_id": "home", "devices": [NEAR, FAR]})
+    assert await two.get("/api/households/home") == (200, {"household_id": "home", "devices": [NEAR, FAR]})
+    await two.call("PUT", "/api/households/grandma", {"devices": [FAR]})     # a device is in one household
+    assert (await one.get("/api/households/home"))[1]["devices"] == [NEAR]
+    for path, body, why in (("home", {"devices": NEAR}, "devices"), ("home", {"devices": ["a/b"]}, "device_id"),
+                            ("home", {"members": []}, "members"), ("a+b", {"devices": []}, "household_id")):
+        status, err = await one.call("PUT", "/api/households/" + path, body)
+        assert status == 400 and why in err["error"]["message"], err
+    assert (await one.get("/api/households/home"))[1]["devices"] == [NEAR]
