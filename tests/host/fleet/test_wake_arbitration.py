@@ -123,16 +123,20 @@ async def household(target, *devices):
     await store.close()
 
 
+async def both_wake_then_the_window_closes(clock, first, first_level, second, second_level):
+    await wake(first, first_level)
+    await clock.until_sleeping(1)      # the first claim waits out the window
+    await wake(second, second_level)
+    await clock.until_sleeping(2)      # the second joined its round
+    clock.advance(WINDOW_S)
+
+
 async def test_the_louder_of_two_devices_on_one_node_answers(nodes, tmp_path):
     db = str(tmp_path / "control.db")
     await household(db, NEAR, FAR)
     server = await nodes(db)
     near, far = await device(server, NEAR), await device(server, FAR)
-    await wake(far, level=-41.0)
-    await nodes.clock.until_sleeping(1)      # the first claim waits out the window
-    await wake(near, level=-18.5)
-    await nodes.clock.until_sleeping(2)
-    nodes.clock.advance(WINDOW_S)
+    await both_wake_then_the_window_closes(nodes.clock, far, -41.0, near, -18.5)
     await assert_answers(near)
     await assert_went_idle_silently(far)
     assert near.closed is None
@@ -144,11 +148,7 @@ async def test_the_louder_answers_across_two_nodes_sharing_the_store(nodes, post
     await household(url, NEAR, FAR)
     one, two = await nodes(url), await nodes(url)
     near, far = await device(one, NEAR), await device(two, FAR)
-    await wake(near, level=-20.0)
-    await nodes.clock.until_sleeping(1)
-    await wake(far, level=-35.0)
-    await nodes.clock.until_sleeping(2)
-    nodes.clock.advance(WINDOW_S)
+    await both_wake_then_the_window_closes(nodes.clock, near, -20.0, far, -35.0)
     await assert_answers(near)
     await assert_went_idle_silently(far)
     await near.close()
