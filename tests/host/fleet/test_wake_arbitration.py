@@ -148,7 +148,7 @@ async def test_the_louder_answers_across_two_nodes_sharing_the_store(nodes, post
     await household(url, NEAR, FAR)
     one, two = await nodes(url), await nodes(url)
     near, far = await device(one, NEAR), await device(two, FAR)
-    await both_wake_then_the_window_closes(nodes.clock, near, -20.0, far, -35.0)
+    await both_wake_then_the_window_closes(nodes.clock, far, -35.0, near, -20.0)
     await assert_answers(near)
     await assert_went_idle_silently(far)
     await near.close()
