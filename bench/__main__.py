@@ -6,7 +6,8 @@ and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--p
 [--token T]` drives any xiaozhi server with the concurrency section's load;
 workers: `workers [--sessions 100]` that load against 1 and 2 worker processes;
 `concurrency --asr funasr`: the concurrency load with a remote streaming ASR;
-fleet: three nodes on network namespaces (root): failover, schedules once, nodes.
+fleet: three nodes on network namespaces (root): failover, schedules once, nodes;
+wake: what the nearest-device arbitration adds to a wake word (SQLite, PostgreSQL).
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -23,7 +24,7 @@ from . import report
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice",
             "remote_asr")
 # never part of "all": compare needs a URL, workers doubles a long run, fleet needs root
-ON_REQUEST = ("compare", "workers", "fleet")
+ON_REQUEST = ("compare", "workers", "fleet", "wake")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -37,6 +38,7 @@ TITLES = {
     "compare": "another xiaozhi server under the concurrency load",
     "workers": "the concurrency load against 1 and 2 worker processes",
     "fleet": "three nodes on their own hosts: failover, schedules once, load per node",
+    "wake": "nearest device answers: what arbitration adds to a wake word",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
 COMPARE_SESSIONS = (1, 10, 50)
@@ -63,6 +65,7 @@ def sizes(args):
         "fleet": {"rounds": 1 if q else 3, "schedules": 240 if q else 1000, "seconds": 5.0 if q else 15.0},
         "voice": {"lengths": not q},
         "remote_asr": {"turns": 1 if q else 3},
+        "wake": {"wakes": 5 if q else 30},
     }
 
 
@@ -102,6 +105,9 @@ def run_section(name, size):
     if name == "fleet":
         from .fleet import run_fleet
         return run_fleet(**size)
+    if name == "wake":
+        from .wake import run_wake
+        return run_wake(**size)
     if name == "edge":
         from .edge import run_edge
         return asyncio.run(run_edge(**size))

@@ -73,13 +73,25 @@ def _feed_mic(mic, path):
     return mic.pending()
 
 
+def _wake_args(arg):
+    """'WORD @LEVEL' -> (word, level dBFS); the level is optional."""
+    word, sep, level = arg.rpartition(" @")
+    if not sep and arg.startswith("@"):
+        word, level = "", arg[1:]
+    try:
+        return word.strip(), float(level)
+    except ValueError:
+        return arg, None
+
+
 def execute(device, line):
     """Run one console line against the device; False for an unknown line."""
     cmd, _, arg = line.partition(" ")
     arg = arg.strip()
     b = device.board
     if cmd == "wake":
-        b.voice.inject_wake(arg or DEFAULT_WAKE_WORD)
+        word, level = _wake_args(arg)
+        b.voice.inject_wake(word or DEFAULT_WAKE_WORD, level)
     elif cmd == "phrase" and arg:
         b.voice.inject_phrase(arg)
     elif cmd == "button":

@@ -8,17 +8,20 @@
 # - wake word / button: stop the SD player (cancels passes and power-off);
 #   open the channel if needed (hello within 10 s, else back to idle); if
 #   the server was speaking or listening, `abort` (wake_word_detected)
-#   first; then `listen detect` (wake word) and `listen start`.
+#   first; then `listen detect` (wake word, with the level and score the
+#   engine heard it at: the server lets the nearest device of a household
+#   answer) and `listen start`.
 # - `tts start`: pause the player, mic off, speaking; downstream Opus is
 #   played only while speaking; `tts stop`: wait for the speaker to drain,
 #   resume the player, then listening again (idle in manual mode).
 # - any end of the channel: mic off, reply ended, player resumed, idle; the
 #   next wake reconnects (and, if configured, a background retry with
-#   backoff); a connect that fails asks OTA again (its server may be gone)
-#   and tries the server it names.
+#   backoff, but not after the server said another device of the
+#   household answers: a new session would greet); a connect that fails
+#   asks OTA again (its server may be gone) and tries the server it names.
 # - a server certificate the board refuses (lib/trust.py; WebSocket or MQTT,
-#   the `untrusted` event): said aloud once per channel per boot (the
-#   `server_untrusted` prompt) and never retried in plain.
+#   the `untrusted` event): said aloud once per boot (the `server_untrusted`
+#   prompt) and never retried in plain.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
@@ -50,6 +53,9 @@ except ImportError:  # CPython
 MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, complexity 0)
 _HDR_MAX = const(16)        # the largest binary header (v2)
 _REASK_OTA_MS = const(3000)  # per OTA URL when a connect failed: another may answer
+# The server's goodbye when another device of the household answers the
+# wake word (docs/server.md): this one stays idle until its next wake.
+ANSWERED_ELSEWHERE = "another_device_answered"
 
 _log = log.get("device")
 
@@ -111,6 +117,7 @@ class Device:
         self._uplink = None
         self._finish = None
         self._retry = None
+        self._stay_idle = False      # another device answered: no retry
         self._busy = asyncio.Lock()  # one user action (connect, listen) at a time
         self._end = asyncio.Event()
         self._button = Flag()
@@ -236,9 +243,23 @@ class Device:
                 await self._abort("wake_word_detected")
             elif not await self._ensure_channel():
                 return
+            level, score = self._wake_measure(word)
             await self.channel.send(proto.listen(proto.LISTEN_DETECT, self.channel.session_id,
-                                                 text=word))
+                                                 text=word, level=level, score=score))
             await self._start_listening()
+
+    def _wake_measure(self, word):
+        """(level dBFS, score) of the wake word the engine heard last, each
+        None when it did not say (or the wake came from elsewhere)."""
+        last = getattr(self.board.voice, "last", None)
+        if not last or last[0] != "wake" or last[1] != word:
+            return None, None
+        score, level = last[2], last[3]
+        if score is not None and not 0 <= score <= 1:
+            score = None
+        if level is not None:
+            level = max(-200, min(20, level))
+        return level, score
 
     async def on_button(self):
         _log.info("button in state %s", self.state.state)
@@ -373,6 +394,7 @@ class Device:
         elif t == "system" and msg["command"] == "reboot":
             self.board.power.reset()
         elif t == "goodbye":
+            self._stay_idle = msg.get("reason") == ANSWERED_ELSEWHERE
             asyncio.create_task(self.channel.close())
 
     async def _on_mcp(self, payload):
@@ -433,7 +455,8 @@ class Device:
         self.tools_listed.clear()
         self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
-        if self.retry_attempts and self._retry is None and self.power.cause is None:
+        stay_idle, self._stay_idle = self._stay_idle, False
+        if self.retry_attempts and self._retry is None and self.power.cause is None and not stay_idle:
             self._retry = asyncio.create_task(self._retry_loop())
 
     async def _retry_loop(self):

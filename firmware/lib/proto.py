@@ -743,7 +743,7 @@ def hello_server(session_id, audio_params, version=None):
     return m
 
 
-def listen(state, session_id=None, mode=None, text=None):
+def listen(state, session_id=None, mode=None, text=None, level=None, score=None):
     """Build listen (device -> server)."""
     m = {'type': 'listen', 'state': state}
     if session_id is not None:
@@ -752,6 +752,10 @@ def listen(state, session_id=None, mode=None, text=None):
         m['mode'] = mode
     if text is not None:
         m['text'] = text
+    if level is not None:
+        m['level'] = level
+    if score is not None:
+        m['score'] = score
     return m
 
 

@@ -218,6 +218,10 @@ DEFAULTS = {
         "heartbeat_s": 1.0,
         "node_ttl_s": 3.0,
         "drain_timeout_s": 20.0,
+        # Devices of one household (PUT /api/households/{id}) that hear the
+        # wake word within this window of each other: only the loudest
+        # answers (docs/server.md, Nearest device answers).
+        "wake_window_ms": 400,
     },
 }
 

@@ -80,6 +80,9 @@ class XiaozhiServer:
             # Sessions here read and keep the family's records in the same store
             # (workers open their own connection to it: shard/worker.py).
             self.services.care = self.control.store.care
+            if self.pool is None:   # a worker opens the store itself (shard/worker.py)
+                from .control.wake import WakeArbiter, window_s
+                self.services.wake_floor = WakeArbiter(self.control.store, window_s(config))
 
     def _session_of(self, device_id):
         """The device's open voice session in this process, or None."""

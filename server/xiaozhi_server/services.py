@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 from .pipeline.safety import lexicon
 from .providers.llm_none import choose_llm
@@ -51,6 +51,13 @@ async def warm_up(provider: Any) -> None:
             log.warning("could not preload %s: %s", type(part).__name__, e)
 
 
+class WakeFloor(Protocol):
+    """Who answers a wake word among a household's devices (control/wake.py
+    on a node with a control store; absent, every device answers)."""
+
+    async def claim(self, device_id: str, level: float | None = None, score: float | None = None) -> bool: ...
+
+
 class Services:
     def __init__(self, config: dict, llm: LlmProvider | None = None, asr: AsrProvider | None = None,
                  tts: TtsLike | None = None, vad: VadProvider | None = None) -> None:
@@ -74,6 +81,7 @@ class Services:
         # Where each device's conversation is kept between connections (the
         # control store, set by the server or the worker; None: not kept).
         self.conversations: ConversationStore | None = None
+        self.wake_floor: WakeFloor | None = None      # set by the server when it has a control store
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""

@@ -128,6 +128,13 @@ def test_voice_events_are_dropped_while_disabled():
     t.eq(b.voice.poll(), None)
 
 
+def test_a_wake_word_carries_its_level_and_score_as_on_the_board():
+    b, _ = _board()
+    b.voice.inject_wake("小智小智", -21.0, 0.9)
+    t.eq(_within(b.voice.next_event(), 1000), ("wake", "小智小智"))
+    t.eq(b.voice.last, ("wake", "小智小智", 0.9, -21.0))    # hal/esp32/voice.py's (kind, word, score, level_db)
+
+
 def test_mic_frames_from_files_and_speaker_replies():
     b, _ = _board(speed=100)
     d = t.tmpdir("frames")

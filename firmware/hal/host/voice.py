@@ -1,7 +1,9 @@
 # Host wake word and offline command words: injected events.
 #
 # On the board these come from the speech engine; here a test or the
-# simulator console injects them. While disabled (standby), injected events
+# simulator console injects them, a wake word with the level (dBFS) and
+# score the board's engine would measure, read back from `last` as on the
+# board (hal/esp32/voice.py). While disabled (standby), injected events
 # are dropped, as a sleeping board hears nothing.
 import asyncio
 
@@ -14,15 +16,16 @@ class HostVoice:
         self._events = []
         self._flag = asyncio.Event()
         self.dropped = 0
+        self.last = None     # (kind, word, score, level_db) of the last event returned
 
     def enable(self, on):
         self.enabled = bool(on)
 
-    def inject_wake(self, word="你好小智"):
-        self._push(("wake", word))
+    def inject_wake(self, word="你好小智", level_db=None, score=None):
+        self._push(("wake", word, score, level_db))
 
     def inject_phrase(self, text):
-        self._push(("phrase", text))
+        self._push(("phrase", text, None, None))
 
     def _push(self, ev):
         if not self.enabled:
@@ -33,11 +36,14 @@ class HostVoice:
 
     def poll(self):
         """The next event or None, without waiting."""
-        return self._events.pop(0) if self._events else None
+        if not self._events:
+            return None
+        self.last = self._events.pop(0)
+        return self.last[0], self.last[1]
 
     async def next_event(self):
         """Wait for ("wake", word) or ("phrase", text)."""
         while not self._events:
             self._flag = asyncio.Event()
             await self._flag.wait()
-        return self._events.pop(0)
+        return self.poll()

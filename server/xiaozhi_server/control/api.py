@@ -28,6 +28,7 @@ PREFIX = "/api/devices/{device_id}"
 MAX_WAIT_S = 30.0
 MAX_BODY = 1 << 20     # the HTTP edge refuses bigger bodies first (413)
 TASK_FIELDS = ("app_id", "task_id", "params")
+MAX_HOUSEHOLD = 32     # devices of one home; more is a fleet, not a household
 
 
 def routes():
@@ -48,6 +49,8 @@ def routes():
         ("DELETE", PREFIX + "/conversation", "delete_conversation"),
         ("POST", "/api/activations/{code}", "approve"),
         ("DELETE", "/api/activations/{code}", "clear_activation"),
+        ("PUT", "/api/households/{household_id}", "put_household"),
+        ("GET", "/api/households/{household_id}", "get_household"),
         ("GET", "/api/nodes", "nodes"),
         ("GET", "/api/devices", "list_devices"),
         ("PATCH", PREFIX, "rename_device"),
@@ -299,6 +302,32 @@ class ControlApi(CareApi):
         if self.plane.devices is None or not code.isdigit() or not await self.plane.devices.clear_activation(code):
             raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
         return web.Response(status=204)
+
+    async def put_household(self, request):
+        """The household is exactly the devices listed (nearest device answers, docs/server.md)."""
+        household_id = self._household_id(request)
+        body = await self._body(request)
+        for k in body:
+            if k != "devices":
+                raise BadRequest("%s: unknown field (expected devices)" % k)
+        devices = body.get("devices")
+        if not isinstance(devices, list) or len(devices) > MAX_HOUSEHOLD or \
+                not all(isinstance(d, str) for d in devices):
+            raise BadRequest("devices must be a list of at most %d device ids" % MAX_HOUSEHOLD)
+        devices = sorted({checks.device_id(d) for d in devices})
+        await self.plane.store.set_household(household_id, devices)
+        return web.json_response({"household_id": household_id, "devices": devices}, dumps=_dumps)
+
+    async def get_household(self, request):
+        household_id = self._household_id(request)
+        return web.json_response({"household_id": household_id,
+                                  "devices": await self.plane.store.household(household_id)}, dumps=_dumps)
+
+    def _household_id(self, request):
+        try:
+            return checks.device_id(self._path(request, "household_id"))
+        except BadRequest as e:
+            raise BadRequest(e.message.replace("device_id", "household_id"))
 
     async def nodes(self, request):
         return web.json_response({"this_node": self.plane.node_id, "nodes": await self.plane.nodes()}, dumps=_dumps)

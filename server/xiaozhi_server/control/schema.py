@@ -16,7 +16,7 @@ REAL). Where they differ, a migration gives one text per dialect.
 Migration 1 is the schema of the release before migrations: a SQLite file
 of that release (or an older one, missing the columns added since) is
 brought to it in place, keeping its rows. To add a table or column later
-(the dialogue context of a device, wake-word claims: docs/deploy.md), add
+(the dialogue context of a device: docs/deploy.md), add
 a migration at the end; never edit one that has shipped.
 """
 from __future__ import annotations
@@ -262,6 +262,29 @@ ALTER TABLE activations ADD COLUMN source TEXT;
 ALTER TABLE activations ADD COLUMN prefix TEXT
 """
 
+# Households (which devices share a home, so only the nearest answers a wake
+# word) and the wake words their devices heard: one row per device per
+# round, a round being the window its first claim opened, `seq` its place
+# in the round (store_wake.py).
+_WAKE = """
+CREATE TABLE household_members (
+    device_id TEXT PRIMARY KEY,
+    household_id TEXT NOT NULL
+);
+CREATE INDEX household_members_by_household ON household_members (household_id);
+CREATE TABLE wake_claims (
+    household_id TEXT NOT NULL,
+    round_at DOUBLE PRECISION NOT NULL,
+    device_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    level DOUBLE PRECISION,
+    score DOUBLE PRECISION,
+    claimed_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (household_id, round_at, device_id)
+)
+"""
+
+
 MIGRATIONS = (
     Migration(1, "the first release's tables", _first_sqlite, _FIRST_TABLES),
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
@@ -272,6 +295,7 @@ MIGRATIONS = (
     Migration(7, "each device's conversation, kept to go on on another node", _CONVERSATIONS, _CONVERSATIONS),
     Migration(8, "who asked for each activation code (address, device-id prefix)",
               _ACTIVATION_SOURCES, _ACTIVATION_SOURCES),
+    Migration(9, "households and the wake words their devices heard", _WAKE, _WAKE),
 )
 LATEST = max(m.version for m in MIGRATIONS)
 

@@ -7,8 +7,9 @@ each schedule to its device (store_deliveries.py); and what nodes share
 the name and limits a family sets per device and the child's usage per
 day (store_family.py); what the companion keeps and guards per child
 (`store.care`, store_care.py: blocked topics, safety flags, privacy,
-transcripts, the chat app's memory); and each device's conversation, so
-it goes on on another node (store_conversations.py).
+transcripts, the chat app's memory); each device's conversation, so it
+goes on on another node (store_conversations.py); and households and the
+wake words their devices heard (store_wake.py).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
@@ -49,6 +50,7 @@ from .store_devices import DeviceRecords
 from .store_family import FamilyRecords
 from .store_care import CareRecords
 from .store_fleet import FleetRecords
+from .store_wake import WakeRecords
 
 PENDING_ACK = "pending_ack"
 ACTIVE = "active"
@@ -94,7 +96,7 @@ def _request(row):
             "ack": json.loads(row["ack"]) if row["ack"] else None, "acked_at": row["acked_at"]}
 
 
-class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, ConversationRecords):
+class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, ConversationRecords, WakeRecords):
     def __init__(self, target):
         """target: a SQLite file path (or sqlite:/// URL), or a postgresql:// URL."""
         self.target = str(target)

@@ -1218,8 +1218,10 @@ SCHEMAS = {
     'ws.listen': (
         '{"type":"object","required":["type","state"],"properties":{"type":{"const":"listen"},"se'
         'ssion_id":{"$ref":"common.session_id"},"state":{"enum":["start","stop","detect"]},"mode"'
-        ':{"$ref":"common.listen_mode"},"text":{"type":"string","maxLength":2000}},"allOf":[{"if"'
-        ':{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]}}]}'
+        ':{"$ref":"common.listen_mode"},"text":{"type":"string","maxLength":2000},"level":{"type"'
+        ':"number","minimum":-200,"maximum":20},"score":{"type":"number","minimum":0,"maximum":1}'
+        '},"allOf":[{"if":{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]'
+        '}}]}'
     ),
     'ws.llm': (
         '{"type":"object","required":["type","emotion"],"properties":{"type":{"const":"llm"},"ses'
@@ -1450,7 +1452,7 @@ def hello_server(session_id, audio_params, version=None):
     return m
 
 
-def listen(state, session_id=None, mode=None, text=None):
+def listen(state, session_id=None, mode=None, text=None, level=None, score=None):
     """Build listen (device -> server)."""
     m = {'type': 'listen', 'state': state}
     if session_id is not None:
@@ -1459,6 +1461,10 @@ def listen(state, session_id=None, mode=None, text=None):
         m['mode'] = mode
     if text is not None:
         m['text'] = text
+    if level is not None:
+        m['level'] = level
+    if score is not None:
+        m['score'] = score
     return m
 
 

@@ -2918,14 +2918,28 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                            'update': {'type': 'boolean'}}},
  'ws.listen': {'title': 'listen (device -> server)',
                'description': 'start/stop the microphone stream; detect reports a wake word (text '
-                              '= the wake word) or, from text-only clients, an utterance.',
+                              '= the wake word) or, from text-only clients, an utterance. With a '
+                              'wake word, our firmware adds how loud it was heard (level, dBFS) '
+                              "and the engine's score: the server lets the loudest device of a "
+                              'household answer (docs/server.md, Nearest device answers); stock '
+                              'devices send neither and are arbitrated first-come.',
                'type': 'object',
                'required': ['type', 'state'],
                'properties': {'type': {'const': 'listen'},
                               'session_id': {'type': 'string', 'maxLength': 128},
                               'state': {'enum': ['start', 'stop', 'detect']},
                               'mode': {'enum': ['auto', 'manual', 'realtime']},
-                              'text': {'type': 'string', 'maxLength': 2000}},
+                              'text': {'type': 'string', 'maxLength': 2000},
+                              'level': {'type': 'number',
+                                        'minimum': -200,
+                                        'maximum': 20,
+                                        'description': "the wake word's loudness at the mic, dBFS "
+                                                       '(0 = full scale); only with state detect'},
+                              'score': {'type': 'number',
+                                        'minimum': 0,
+                                        'maximum': 1,
+                                        'description': "the wake word engine's confidence, 0..1; "
+                                                       'breaks a tie of level'}},
                'allOf': [{'if': {'properties': {'state': {'const': 'detect'}}},
                           'then': {'required': ['text']}}]},
  'ws.llm': {'title': 'llm (server -> device)',

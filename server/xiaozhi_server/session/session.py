@@ -15,7 +15,11 @@ Rules it keeps for the device's sake:
   short greeting after a wake word, so no word after the wake word is lost);
 - the server never speaks on its own over the child's turn: a greeting or
   an opener waits while push to talk is held and right after a wake word
-  (stock firmware mutes its mic while the server speaks), see child_done().
+  (stock firmware mutes its mic while the server speaks), see child_done();
+- of a household's devices that hear one wake word, only one answers
+  (services.wake_floor): until that is decided nothing of the wake is
+  answered, and a device that lost gets `goodbye` and its channel closes,
+  which sends stock firmware (and ours) back to idle without a word.
 """
 from __future__ import annotations
 
@@ -57,6 +61,10 @@ class DeviceSocket(Protocol):
 
 log = logging.getLogger(__name__)
 
+# The goodbye's reason for a device whose household's wake word another
+# device answers (our firmware then stays idle: app/device.py).
+ANSWERED_ELSEWHERE = "another_device_answered"
+
 # The reply task whose work is running; tasks it spawns (the speaker's
 # synthesis, tool calls inside it) inherit it.
 _CURRENT_REPLY = contextvars.ContextVar("current_reply", default=None)
@@ -92,6 +100,7 @@ class Session:
         self._ptt_free = asyncio.Event()    # cleared while push to talk is held
         self._ptt_free.set()
         self._after_wake: asyncio.Task | None = None   # True = the child stayed quiet after the wake word
+        self._floor: asyncio.Task | None = None   # True = this device answers its last wake word (household)
         self._last_audio_at = 0.0
         self.closed = False
         self.last_activity = time.monotonic()
@@ -344,7 +353,7 @@ class Session:
             # Off the receive loop (here and below): the runtime may wait for
             # the device's answers, which this loop has to read.
             if self.runtime is not None:
-                self.spawn(self.runtime.on_listen_start())
+                self.spawn(self._on_floor(self.runtime.on_listen_start))
         elif state == proto.LISTEN_STOP:
             await self.listener.stop()
             self._ptt_free.set()
@@ -356,8 +365,10 @@ class Session:
                 if self._after_wake is not None:
                     self._after_wake.cancel()
                 self._after_wake = self.spawn(self._quiet_after_wake(woke))
+                if self.services.wake_floor is not None:
+                    self._floor = self.spawn(self._claim_floor(msg.get("level"), msg.get("score")))
                 if self.runtime is not None:
-                    self.spawn(self.runtime.on_wake(text))
+                    self.spawn(self._on_floor(self.runtime.on_wake, text))
             else:
                 await self._on_user_text(text)
 
@@ -567,13 +578,33 @@ class Session:
                 self.spawn(self._say_instead(heard, text, utterance))
                 return
             text = heard
-        self.spawn(self._send_stt(text, utterance))
+        self.spawn(self._on_floor(self._send_stt, text, utterance))
         if utterance is not None and utterance.commit is not None:
             # A speculative end of turn: if the child goes on, the reply
             # prepared for these words is dropped before anything is heard.
             utterance.commit.add_done_callback(lambda f, u=utterance: self._on_commit(u, f))
         if self.runtime is not None:
-            self.spawn(self.runtime.route(text, utterance))
+            self.spawn(self._on_floor(self.runtime.route, text, utterance))
+
+    async def _claim_floor(self, level, score):
+        """Ask whether this device answers its household's wake word; if
+        another does, say goodbye (stock firmware goes idle when its channel
+        closes, as ours does) and end the session."""
+        if await self.services.wake_floor.claim(self.device_id, level, score):
+            return True
+        log.info("[%s] another device of the household answers the wake word: back to idle", self.device_id)
+        self._cancel_reply()
+        await self.close(ANSWERED_ELSEWHERE)
+        return False
+
+    async def _on_floor(self, fn, *args):
+        """Run fn(*args) once the wake word's arbitration (if any) let this device answer."""
+        floor = self._floor
+        if floor is not None:
+            await asyncio.wait({floor})
+            if floor.cancelled() or floor.exception() is not None or not floor.result():
+                return
+        await fn(*args)
 
     async def _say_instead(self, instead, text, utterance):
         """A word stage answered in place of the child's words (the safety

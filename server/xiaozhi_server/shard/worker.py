@@ -99,6 +99,10 @@ async def _build(settings, config, listen_fds):
             log.warning("the control store is not reachable (%s): no limits, blocked topics, transcripts, "
                         "memory or kept conversations", getattr(e, "message", None) or e)
             store = None
+        if store is not None:
+            # The household's wake words are arbitrated in the store every node shares.
+            from ..control.wake import WakeArbiter, window_s
+            services.wake_floor = WakeArbiter(store, window_s(config))
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
     return services, mcp, ws, store
 

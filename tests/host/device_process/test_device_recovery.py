@@ -74,3 +74,22 @@ async def test_server_that_never_answers_hello_gives_idle_then_wake_reconnects(l
         conn = await _wake_reconnects(srv, fw)
         assert conn.tools == list(proto.DEVICE_TOOL_NAMES)
         await fw.stop()
+
+
+async def test_wake_word_carries_its_level_and_a_servers_goodbye_sends_the_board_to_idle(launch):
+    """Another device of the household answers: the server says goodbye and
+    closes; the board goes idle without playing anything (docs/server.md)."""
+    async with WireServer() as srv:
+        fw = await launch(srv, speed=4)
+        conn = await _connected(srv)
+        since = fw.mark()
+        await fw.send("wake 你好小智 @-18.5")
+        detect = await conn.wait_json("listen", state="detect", text="你好小智")
+        assert detect["level"] == -18.5 and "score" not in detect
+        at = next(t for t, m in conn.received if m is detect)
+        await conn.wait_json("listen", state="start", since=at)     # listening again after the wake
+        await conn.send_json(proto.goodbye(session_id=conn.session_id, reason="another_device_answered"))
+        await conn.close()
+        await fw.wait_event("state", state="idle", since=since)
+        assert not fw.find("state", state="speaking", since=since)
+        await fw.stop()
