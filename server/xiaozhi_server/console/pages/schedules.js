@@ -8,6 +8,9 @@ import { lessonPicker } from "./lessons.js";
 
 const DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];   // 1 = Monday ... 7 = Sunday
 const WAIT_S = 10;
+// A schedule names its task (the API does not fill in the app's default
+// here, as it does for a start now): each app's default task (data/apps.json).
+const DEFAULT_TASK = { english_learning: "repeater", english_translation: "live_translate", chat: "conversation" };
 
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
@@ -123,7 +126,7 @@ async function showEditor(editor, deviceId, s, ctx) {
 
   const save = async (e) => {
     e.preventDefault();
-    const body = { pending_task: { app_id: app.value } };
+    const body = { pending_task: { app_id: app.value, task_id: DEFAULT_TASK[app.value] } };
     if (app.value === "english_learning") {
       body.pending_task.params = { name: lesson.value(), repeat: Number(times.value) || 1 };
       if (powerOff.checked) body.pending_task.params.power_off_after = true;

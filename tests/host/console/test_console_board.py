@@ -1,0 +1,114 @@
+"""A parent with a new board, on the console: the simulated board (the real
+firmware on the host HAL, tools/sim.py) says its activation code, the
+parent types it on the Devices page, and the board gets its login and
+connects; on the Now page the parent plays a lesson and the page shows the
+board's ack while the board's player plays it; on the Schedules page the
+parent plans a lesson and the board sets its alarm."""
+import json
+import re
+import shutil
+
+import pytest
+from selenium.webdriver.support.ui import Select
+
+from testkit.firmware_process import FIXTURE_MP3
+from testkit.sim_process import SimProcess
+
+BOARD = "02:00:00:00:c0:de"
+
+
+@pytest.fixture(scope="module")
+def board(console_server, tmp_path_factory):
+    """The simulated board, booted against the server: it waits with an
+    activation code (nothing is provisioned for it)."""
+    state = tmp_path_factory.mktemp("board")
+    (state / "sd").mkdir()
+    shutil.copy(FIXTURE_MP3, state / "sd" / "lesson1.mp3")
+    # The board knows its broker, not its login: activation gives it that.
+    port = console_server.server.broker.port
+    (state / "config.json").write_text(json.dumps({"mqtt": {"url": "mqtt://127.0.0.1:%d" % port,
+                                                            "user": "not-activated", "password": ""}}))
+    sim = console_server.call(SimProcess.start, state, "--server", console_server.base + "/xiaozhi/ota/",
+                              "--device-id", BOARD)
+    yield sim
+    console_server.call(sim.close, True)
+
+
+def board_event(server, sim, event, **fields):
+    """The board's next console event that matches, waited for on the server's loop."""
+    return server.call(lambda: sim.wait_event(event, timeout=60, **fields), timeout=90)
+
+
+def activation_code(server, sim):
+    async def said():
+        from testkit.control_api import eventually
+        line = await eventually(lambda: next((ln for ln in sim.lines if "activation code" in ln), None),
+                                timeout=60)
+        return re.search(r"activation code (\d{6})", line).group(1)
+    return server.call(said, timeout=90)
+
+
+@pytest.fixture(scope="module")
+def approved(page, console_server, board):
+    """The parent types the code the board says: the page's answer."""
+    code = activation_code(console_server, board)
+    page.enter("devices")
+    page.fill("#code", code).submit()
+    answer = page.text("#approve-status", "Approved")
+    board_event(console_server, board, "mqtt", action="CONNECT", ok=True)
+    return answer
+
+
+def test_approving_the_code_the_board_says_lets_it_connect(page, approved):
+    assert BOARD in approved
+    # The page lists the board from now on, and shows it online once it reported.
+    page.enter("devices")
+    card = page.visible('article[data-device="%s"]' % BOARD)
+    assert BOARD in card.text
+    page.screenshot("devices")
+
+
+def test_playing_a_lesson_shows_the_boards_ack_and_the_board_plays_it(page, approved, console_server, board):
+    page.enter("now")
+    lesson = page.find("#now-lesson")
+    if lesson.tag_name == "select":
+        Select(lesson).select_by_value("lesson1.mp3")   # the card's real list
+    else:
+        page.fill("#now-lesson", "lesson1.mp3")
+    page.fill("#now-repeat", "2")
+    mark = board.mark()
+    page.find("#start-lesson").click()
+    assert "Done: the device started it" in page.text("#now-result", "Done")
+    playing = board_event(console_server, board, "player", since=mark, state="playing")
+    assert playing["name"] == "lesson1.mp3"
+    page.screenshot("now")
+
+
+def test_a_lesson_not_on_the_card_is_refused_in_plain_words(page, approved):
+    page.enter("now")
+    if page.find("#now-lesson").tag_name == "select":
+        pytest.skip("the page offers only the card's lessons")
+    page.fill("#now-lesson", "no_such_lesson.mp3")
+    page.find("#start-lesson").click()
+    assert "said no" in page.text("#now-result", "said no")
+
+
+def test_a_repeating_lesson_planned_on_the_page_is_set_on_the_board(page, approved, console_server, board):
+    page.enter("schedules")
+    assert page.find("#device-timezone").text
+    page.find("#kind-repeat").click()
+    page.driver.execute_script("arguments[0].value = '07:30'", page.find("#sched-time"))
+    for day in (6, 7):   # school days only
+        page.find("#day-%d" % day).click()
+    if page.find("#sched-lesson").tag_name == "select":
+        Select(page.find("#sched-lesson")).select_by_value("lesson1.mp3")
+    else:
+        page.fill("#sched-lesson", "lesson1.mp3")
+    mark = board.mark()
+    page.find("#save-schedule").click()
+    assert "set on the device" in page.text("#schedule-status", "Saved")
+    alarm = board_event(console_server, board, "alarm", since=mark, what="set")
+    row = page.visible('#schedules tr[data-alarm="%s"]' % alarm["alarm_id"])
+    assert "Mon, Tue, Wed, Thu, Fri at 07:30" in row.text and "lesson1.mp3" in row.text
+    assert "Set on the device" in row.text
+    page.screenshot("schedules")
