@@ -52,6 +52,7 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1100,1000", "--lang=en-US", "--no-first-run", "--disable-extensions"):
         opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})    # script errors, for script_errors()
     offline = os.environ.get("SE_OFFLINE")
     os.environ["SE_OFFLINE"] = "true"      # selenium must never fetch a browser or a driver
     try:
@@ -119,6 +120,12 @@ class Page:
         el.clear()
         el.send_keys(text)
         return el
+
+    def script_errors(self):
+        """Errors the page's scripts raised since the last call (a failed
+        request is the API's answer, read by the page: not counted)."""
+        return [e["message"] for e in self.driver.get_log("browser")
+                if "Failed to load resource" not in e["message"]]
 
     def screenshot(self, name):
         """docs/console/NAME.png when XIAOZHI_SCREENSHOTS names docs/console (tools/console_screenshots.sh)."""
