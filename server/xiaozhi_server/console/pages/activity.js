@@ -7,13 +7,25 @@ import { guardedCard } from "./guarded.js";
 
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
+  const zone = await deviceZone(deviceId);
   root.append(
     await guardedCard("The last 7 days", devicePath(deviceId, "/usage?days=7"), "The usage table",
                       (data) => usageTable(data.days || [])),
     await guardedCard("Moments to look at", devicePath(deviceId, "/flags"), "The review list",
                       (data) => flagList(deviceId, data.flags || [], ctx)),
     await guardedCard("Transcripts", devicePath(deviceId, "/privacy"), "Transcripts",
-                      (data) => transcripts(deviceId, data)));
+                      (data) => transcripts(deviceId, data, zone)));
+}
+
+// Days are the device's days: its time zone from its limits, else this phone's.
+async function deviceZone(deviceId) {
+  try {
+    const { data } = await api.get(devicePath(deviceId, "/limits"));
+    if (data.timezone) return data.timezone;
+  } catch (e) {
+    if (e.status === 401) throw e;
+  }
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
 
 function minutes(seconds) {
@@ -49,7 +61,7 @@ function flagList(deviceId, flags, ctx) {
   }));
 }
 
-function transcripts(deviceId, privacy) {
+function transcripts(deviceId, privacy, zone) {
   const on = h("input", { type: "checkbox", id: "transcripts-on", checked: privacy.transcripts });
   const days = h("input", { type: "number", id: "retention-days", min: "1", max: "365",
                             value: privacy.retention_days || 7 });
@@ -57,7 +69,7 @@ function transcripts(deviceId, privacy) {
   const settings = h("form", { id: "privacy-form", onsubmit: async (e) => {
     e.preventDefault();
     try {
-      await api.put(devicePath(deviceId, "/privacy"), { ...privacy, transcripts: on.checked,
+      await api.put(devicePath(deviceId, "/privacy"), { transcripts: on.checked,
                                                         retention_days: Number(days.value) || 7 });
       status.show("Saved.", "ok");
     } catch (err) {
@@ -69,12 +81,13 @@ function transcripts(deviceId, privacy) {
     h("label", { class: "check" }, on, "Keep transcripts"), field("Keep them for (days)", days),
     h("button", { type: "submit" }, "Save"), status);
 
-  const date = h("input", { type: "date", id: "transcript-date", value: new Date().toISOString().slice(0, 10) });
+  const date = h("input", { type: "date", id: "transcript-date", value: new Date().toLocaleDateString("en-CA", { timeZone: zone }) });
   const out = h("div", { id: "transcript" });
   const show = async (e) => {
     e.preventDefault();
     try {
-      const turns = (await api.get(devicePath(deviceId, "/transcripts?date=" + date.value))).data.turns || [];
+      const query = "?date=" + date.value + "&tz=" + encodeURIComponent(zone);
+      const turns = (await api.get(devicePath(deviceId, "/transcripts" + query))).data.turns || [];
       out.replaceChildren(turns.length ? h("ul", { class: "plain" }, turns.map((t) => h("li", {},
         h("small", { class: "note" }, new Date(t.at * 1000).toLocaleTimeString()), h("div", {}, "Child: ", t.child),
         h("div", {}, "Companion: ", t.reply)))) : h("p", { class: "note" }, "Nothing kept for that day."));

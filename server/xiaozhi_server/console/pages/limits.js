@@ -26,9 +26,9 @@ function limitsForm(deviceId, data) {
   const status = statusLine("limits-status");
   return h("form", { id: "limits-form", onsubmit: async (e) => {
     e.preventDefault();
-    const body = { timezone: zone.value.trim() || null,
-                   bedtime: on.checked ? { start: start.value, end: end.value } : null,
+    const body = { bedtime: on.checked ? { start: start.value, end: end.value } : null,
                    daily_talk_minutes: minutes.value ? Number(minutes.value) : null };
+    if (zone.value.trim()) body.timezone = zone.value.trim();
     try {
       await api.put(devicePath(deviceId, "/limits"), body);
       status.show("Saved.", "ok");
@@ -48,12 +48,14 @@ function limitsForm(deviceId, data) {
 function topicsForm(deviceId, data) {
   const topics = h("textarea", { id: "topics", placeholder: "one topic per line" });
   topics.value = (data.blocked_topics || []).join("\n");
-  const line = h("input", { id: "redirect-line", value: data.redirect_line || "" });
+  // Left empty, the server's own kind line is said (shown greyed as the example).
+  const line = h("input", { id: "redirect-line", value: data.redirect_default ? "" : data.redirect_line || "",
+                            placeholder: data.redirect_line || "" });
   const status = statusLine("topics-status");
   return h("form", { id: "topics-form", onsubmit: async (e) => {
     e.preventDefault();
     const body = { blocked_topics: topics.value.split("\n").map((t) => t.trim()).filter(Boolean),
-                   redirect_line: line.value.trim() };
+                   redirect_line: line.value.trim() || null };
     try {
       await api.put(devicePath(deviceId, "/topics"), body);
       status.show("Saved.", "ok");
@@ -64,6 +66,6 @@ function topicsForm(deviceId, data) {
     h("p", { class: "note" }, "When the child or the companion touches one of these, the companion says the " +
       "line below instead, and the moment shows on the “What the child did” page."),
     field("Topics", topics, "One per line, in any language."),
-    field("What the companion says instead", line),
+    field("What the companion says instead", line, "Empty: the line shown in grey."),
     h("button", { type: "submit", id: "save-topics" }, "Save"), status);
 }

@@ -31,8 +31,10 @@ function memoryForm(deviceId, data, ctx) {
   const split = (el) => el.value.split("\n").map((x) => x.trim()).filter(Boolean);
   return h("form", { id: "memory-form", onsubmit: async (e) => {
     e.preventDefault();
-    const body = { enabled: on.checked, profile: { name: name.value.trim(), age: age.value ? Number(age.value) : null,
-      interests: split(interests), learnt: split(learnt), notes: notes.value.trim() } };
+    // With memory off the server keeps no profile: the switch alone is sent.
+    const body = on.checked ? { enabled: true, profile: { name: name.value.trim(),
+      age: age.value ? Number(age.value) : null, interests: split(interests), learnt: split(learnt),
+      notes: notes.value.trim() } } : { enabled: false };
     try {
       await api.put(devicePath(deviceId, "/memory"), body);
       status.show("Saved.", "ok");
