@@ -159,6 +159,11 @@ DEFAULTS = {
         # behind them; past both the API answers 429 (0 = no pacing).
         "max_in_flight": 8,
         "max_queued": 32,
+        # A device's days (its usage, its bedtime) are in its own time zone,
+        # set with its limits; this one until a parent sets it.
+        "default_timezone": "Asia/Shanghai",
+        # Usage per day (talk time, lessons, translations) older than this is deleted.
+        "usage_retention_days": 90,
     },
     # Nodes sharing one store and one broker (docs/deploy.md). A node says it
     # lives every heartbeat_s; one silent for node_ttl_s is dropped (on

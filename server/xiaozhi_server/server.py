@@ -65,9 +65,17 @@ class XiaozhiServer:
             node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
             self.control = wiring.create(config, self.services.registry, self.broker, self.http.app, node_id)
             self.control.on_drain_asked = self._drain_asked
+            # The family's limits are checked, and usage counted, by the sessions.
+            self.services.family = self.control.family
+            self.control.sessions_here = self.pool is None
+            self.control.session_of = self._session_of
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
             self.ws.device_token_ok = self.control.devices.token_valid
+
+    def _session_of(self, device_id):
+        """The device's open voice session in this process, or None."""
+        return next((s for s in self.services.sessions if s.device_id == device_id and not s.closed), None)
 
     def _ws_url_for(self, host):
         return "ws://%s:%d%s" % (host, self.ws.port, self.ws.path)

@@ -61,6 +61,9 @@ class Services:
         # The live sessions (session/ imports this module, not the other way round).
         self.sessions: set[Any] = set()
         self._server_tools: list[Tool] = []
+        # A family's limits and usage counts (control/family.py), set by the
+        # server when it keeps a control store; None: no limits.
+        self.family: Any = None
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""

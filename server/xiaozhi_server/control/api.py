@@ -57,6 +57,13 @@ def routes():
         ("POST", PREFIX + "/credentials", "provision"),
         ("POST", "/api/activations/{code}", "approve"),
         ("GET", "/api/nodes", "nodes"),
+        ("GET", "/api/devices", "list_devices"),
+        ("PATCH", PREFIX, "rename_device"),
+        ("DELETE", PREFIX, "forget_device"),
+        ("GET", PREFIX + "/lessons", "lessons"),
+        ("GET", PREFIX + "/limits", "get_limits"),
+        ("PUT", PREFIX + "/limits", "put_limits"),
+        ("GET", PREFIX + "/usage", "usage"),
         ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
         ("GET", "/api/session", "session"),
         ("POST", "/api/session", "login"),
@@ -242,6 +249,36 @@ class ControlApi:
             raise NotFound("no activation code %s is waiting (unknown, expired or already approved)" % code)
         return web.json_response({"code": code, "device_id": device_id, "activated": True}, dumps=_dumps)
 
+    # ---- a family's console: devices, limits, usage ----
+
+    async def list_devices(self, request):
+        return web.json_response({"devices": await self.plane.list_devices()}, dumps=_dumps)
+
+    async def rename_device(self, request):
+        body = await self._body(request)
+        return web.json_response(await self.plane.rename_device(self._path(request, "device_id"), body),
+                                 dumps=_dumps)
+
+    async def forget_device(self, request):
+        await self.plane.forget_device(self._path(request, "device_id"))
+        return web.Response(status=204)
+
+    async def lessons(self, request):
+        device_id = self._path(request, "device_id")
+        return web.json_response({"device_id": device_id, "lessons": await self.plane.lessons(device_id)},
+                                 dumps=_dumps)
+
+    async def get_limits(self, request):
+        return web.json_response(await self.plane.get_limits(self._path(request, "device_id")), dumps=_dumps)
+
+    async def put_limits(self, request):
+        body = await self._body(request)
+        return web.json_response(await self.plane.put_limits(self._path(request, "device_id"), body),
+                                 dumps=_dumps)
+
+    async def usage(self, request):
+        return web.json_response(await self.plane.usage(self._path(request, "device_id"),
+                                                        request.query.get("days")), dumps=_dumps)
 
     # ---- the console's login (a cookie session) ----
 

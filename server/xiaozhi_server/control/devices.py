@@ -34,6 +34,10 @@ class Devices:
         self.auth_on = auth_on
         self.public_host = public_host
         self._files = asyncio.Lock()
+        # Devices a parent removed while this server runs: their WebSocket
+        # token (derived from the server secret) is refused until a parent
+        # provisions or approves them again.
+        self._revoked: set[str] = set()
 
     async def start(self) -> None:
         """Write the broker's files for every known device and have it read them."""
@@ -51,7 +55,13 @@ class Devices:
 
     def token_valid(self, device_id: str | None, token: str) -> bool:
         """A device's own WebSocket token (the transport's auth check asks)."""
-        return self.creds.token_valid(device_id, token)
+        return device_id not in self._revoked and self.creds.token_valid(device_id, token)
+
+    async def revoke(self, device_id: str) -> None:
+        """After the store forgot the device: the broker's files without it
+        (its MQTT login stops working), its WebSocket token refused here."""
+        self._revoked.add(device_id)
+        await self._sync()
 
     def credentials(self, device_id: str) -> dict:
         host = self.public_host or self.broker.host
@@ -64,6 +74,7 @@ class Devices:
 
     async def provision(self, device_id: str, client_id: str | None = None, via: str = "provisioned") -> dict:
         """Record the device (the broker learns its user at once) and its credentials."""
+        self._revoked.discard(device_id)
         if await self.store.add_device(device_id, client_id, via):
             await self._sync()
             log.info("device %s provisioned (%s)", device_id, via)
@@ -80,7 +91,7 @@ class Devices:
             return "open", None
         if not device_id:
             return "activate", None
-        if token and self.creds.token_valid(device_id, token):
+        if token and self.token_valid(device_id, token):
             return "granted", await self.provision(device_id, via="token")
         dev = await self.store.get_device(device_id)
         if dev is not None and client_id and dev["client_id"] and secrets.compare_digest(dev["client_id"], client_id):
@@ -121,6 +132,7 @@ class Devices:
         a = await self.store.approve_activation(code)
         if a is None:
             return None
+        self._revoked.discard(a["device_id"])
         await self._sync()
         log.info("device %s activated with code %s", a["device_id"], code)
         return a["device_id"]

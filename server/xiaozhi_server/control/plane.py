@@ -48,7 +48,9 @@ from . import store as st
 from .duplicates import DuplicateWatch
 from .errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
                      StoreUnavailable)
+from .family import Family
 from .pacer import Pacer
+from .plane_family import FamilyPlane
 from .store_fleet import DRAINING
 
 if TYPE_CHECKING:
@@ -89,14 +91,19 @@ def _now_ms():
     return int(time.time() * 1000)
 
 
-class ControlPlane:
+class ControlPlane(FamilyPlane):
     def __init__(self, registry: Registry, store: Store, make_link: Callable[..., Any],
-                 devices: Devices | None = None, pacer: Pacer | None = None, node_id: str | None = None) -> None:
+                 devices: Devices | None = None, pacer: Pacer | None = None, node_id: str | None = None,
+                 family: Family | None = None) -> None:
         """make_link(on_report, on_connect) -> an MqttLink-like object; node_id:
-        this process's name among the nodes sharing the store (made up if None)."""
+        this process's name among the nodes sharing the store (made up if None);
+        family: the limits and usage of each device (family.py)."""
         self.registry = registry
         self.store = store
         self.devices = devices
+        self.family = family or Family(store)
+        # Other features' forget_device(device_id) coroutines, run when a parent removes a device.
+        self.forgetters: list[Callable[[str], Any]] = []
         self.pacer = pacer or Pacer()
         self.node_id = node_id or "n" + uuid.uuid4().hex[:12]
         self.link = make_link(self._on_report, self._on_connect)
@@ -409,6 +416,7 @@ class ControlPlane:
         if msg.get("event") == "online":        # the board reports it at every connect
             self.duplicates.connected(device_id)
         await self.store.save_state(device_id, msg)
+        await self.count_lesson_report(device_id, msg)
         if msg.get("event") == ALARM_MISSED and "alarm" in msg:
             # The parents see it with the schedule (GET .../schedules), not only
             # in the last report, which the board's next one replaces.

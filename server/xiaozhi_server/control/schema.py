@@ -149,6 +149,46 @@ ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
 
+# What a family sets for each device and what the child did (store_family.py):
+# the name a parent gives it and its limits (device_settings), and per local
+# day (the device's time zone) the talk time and translations (usage_days)
+# and the lessons played with their passes (lesson_days; lesson_reports: the
+# board reports counted, so nodes that all read one report count it once).
+_FAMILY = """
+CREATE TABLE device_settings (
+    device_id TEXT PRIMARY KEY,
+    name TEXT,
+    timezone TEXT,
+    bedtime_start TEXT,
+    bedtime_end TEXT,
+    daily_talk_minutes INTEGER,
+    updated_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE usage_days (
+    device_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    talk_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
+    translations INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (device_id, day)
+);
+CREATE INDEX usage_days_by_day ON usage_days (day);
+CREATE TABLE lesson_days (
+    device_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    name TEXT NOT NULL,
+    plays INTEGER NOT NULL DEFAULT 0,
+    passes INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (device_id, day, name)
+);
+CREATE INDEX lesson_days_by_day ON lesson_days (day);
+CREATE TABLE lesson_reports (
+    device_id TEXT NOT NULL,
+    report_key TEXT NOT NULL,
+    day TEXT NOT NULL,
+    PRIMARY KEY (device_id, report_key)
+)
+"""
+
 
 def _add_missed(db):
     # SQLite files of the release before migrations may have it already
@@ -162,6 +202,7 @@ MIGRATIONS = (
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
     Migration(3, "nodes, device routes, the shared secret, schedule deliveries", _FLEET, _FLEET),
     Migration(4, "the last occurrence a board missed, kept with its schedule", _add_missed, _add_missed),
+    Migration(5, "device names and limits, usage per day", _FAMILY, _FAMILY),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -3,7 +3,9 @@ alarm is a copy), the requests sent to devices with their acks, the last
 state report of each device; the devices given credentials and the
 activation codes waiting for a parent (store_devices.py); the delivery of
 each schedule to its device (store_deliveries.py); and what nodes share
-(store_fleet.py: the nodes, which node serves a device, the server secret).
+(store_fleet.py: the nodes, which node serves a device, the server secret);
+the name and limits a family sets per device and the child's usage per
+day (store_family.py).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
@@ -40,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import schema, sql
 from .store_deliveries import DeliveryRecords
 from .store_devices import DeviceRecords
+from .store_family import FamilyRecords
 from .store_fleet import FleetRecords
 
 PENDING_ACK = "pending_ack"
@@ -86,7 +89,7 @@ def _request(row):
             "ack": json.loads(row["ack"]) if row["ack"] else None, "acked_at": row["acked_at"]}
 
 
-class Store(DeviceRecords, DeliveryRecords, FleetRecords):
+class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords):
     def __init__(self, target):
         """target: a SQLite file path (or sqlite:/// URL), or a postgresql:// URL."""
         self.target = str(target)

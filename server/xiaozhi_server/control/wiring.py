@@ -10,6 +10,7 @@ from .api import add_routes
 from .broker import Broker
 from .credentials import Credentials
 from .devices import Devices
+from .family import Family
 from .mqtt import MqttLink
 from .pacer import Pacer
 from .plane import ControlPlane
@@ -62,11 +63,20 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
                       public_host=config["server"].get("public_host"))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
-    plane = ControlPlane(registry, store, make_link, devices, pacer, node_id)
+    plane = ControlPlane(registry, store, make_link, devices, pacer, node_id, family(config, store))
     token = ctl.get("api_token")
     add_routes(app, plane, tokens=[token] if token else [],
                token_required=not configmod.is_loopback(config["server"]["host"]))
     return plane
+
+
+def family(config: dict, store: Store | None = None) -> Family:
+    """The limits and usage of each device, on the control store (its own
+    connection to it when `store` is None: a worker process's sessions)."""
+    ctl = config.get("control") or {}
+    defaults = configmod.DEFAULTS["control"]
+    return Family(store or Store(db_target(config)), ctl.get("default_timezone") or defaults["default_timezone"],
+                  int(ctl.get("usage_retention_days") or defaults["usage_retention_days"]))
 
 
 async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:

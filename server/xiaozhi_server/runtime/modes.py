@@ -44,6 +44,8 @@ def _line(session, key):
 class Mode:
     """The default: words are heard only once final and lead nowhere."""
 
+    talks = False       # does the child talk with the companion here (a family's limits apply)?
+
     def answers_early(self, runtime: ModeDriver, text: str) -> bool:
         """May the answer be prepared before the words are final?"""
         return False
@@ -60,6 +62,8 @@ def says_goodbye(runtime: ModeDriver, text: str) -> bool:
 
 
 class Chat(Mode):
+    talks = True
+
     def answers_early(self, runtime, text):
         # Leaving is not prepared ahead: it waits until the words are final.
         return not says_goodbye(runtime, text)
@@ -86,26 +90,57 @@ async def chat_reply(session: SessionPort, text: str, utterance: Utterance | Non
             await session.show_emotion(emotion)
 
     sentences = session.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
-    ok = await session.speak(sentences, gate=gate)
+    try:
+        ok = await session.speak(sentences, gate=gate)
+    finally:
+        count_talk(session, utterance)
     marks["first_audio"] = session.first_audio_at()
     marks["done"] = time.monotonic()
     marks["completed"] = ok
     session.turn_log.append(marks)
 
 
+def count_talk(session: SessionPort, utterance: Utterance | None, translation: bool = False) -> None:
+    """Add one answered turn to the day's talk time: the child's speech (as
+    the VAD heard it) and the reply as spoken, from its first frame to its
+    end or its cut (docs/api.md says what counts). Written off the reply,
+    so a reply cut by barge-in still counts what was heard."""
+    family = session.family
+    if family is None or session.device_id is None:
+        return
+    commit = utterance.commit if utterance is not None else None
+    if commit is not None and commit.done() and not commit.cancelled() and commit.result() is False:
+        return      # the child went on: these words are part of the next turn
+    seconds = utterance.audio_ms / 1000.0 if utterance is not None else 0.0
+    first = session.first_audio_at()
+    if first is not None:
+        seconds += max(0.0, time.monotonic() - first)
+    session.spawn(family.count_talk(session.device_id, seconds))
+    if translation:
+        session.spawn(family.count_translation(session.device_id))
+
+
 class Translation(Mode):
+    talks = True
+
     async def words(self, runtime, text, utterance):
         if self.is_exit(runtime.cfg, text):
             await runtime.start_default(proto.SOURCE_VOICE)
             return
-        runtime.session.start_reply(self._translate, runtime.session, text)
+        runtime.session.start_reply(self._translate, runtime.session, text, utterance)
 
     @staticmethod
     def is_exit(cfg: dict, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
         return says(text, cfg.get("exit_translation_phrases", ()), EXIT_TRANSLATION_MAX_CHARS)
 
-    async def _translate(self, session, text):
+    async def _translate(self, session, text, utterance=None):
+        try:
+            await self._translated(session, text)
+        finally:
+            count_talk(session, utterance, translation=True)
+
+    async def _translated(self, session, text):
         tool = session.tools.get("translate")
         policy = session.dialogue.tool_policy
         if tool is None or not session.tools.allowed(tool, policy):

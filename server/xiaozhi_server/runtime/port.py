@@ -22,6 +22,17 @@ if TYPE_CHECKING:
     from ..text.lines import Lines
 
 
+class FamilyRules(Protocol):
+    """A family's limits on talking and the child's usage (the control
+    plane's control/family.py; None when the server keeps no control store)."""
+
+    async def refusal(self, device_id: str) -> str | None: ...   # a lines key, or None: may talk
+
+    async def count_talk(self, device_id: str, seconds: float) -> None: ...
+
+    async def count_translation(self, device_id: str) -> None: ...
+
+
 class SessionPort(Protocol):
     # What the runtime reads of the connection.
     device_id: str
@@ -36,6 +47,7 @@ class SessionPort(Protocol):
     dialogue: Dialogue          # the chat history, tool policy and system prompt
     turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
     lines: Lines                # every line it may speak (data/lines.json, the operator's file)
+    family: FamilyRules | None  # bedtime and talk time, usage counts
 
     # Tasks and replies.
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...

@@ -327,7 +327,9 @@ class AppRuntime:
     # ---- server skills ----
 
     async def _skill_opener(self, params, source):
-        await self.proactive.open(self.entered_at)
+        # The companion does not invite a child to talk when talking is not allowed.
+        if not await self.talk_refused(speak=False):
+            await self.proactive.open(self.entered_at)
 
     async def _skill_announce(self, params, source):
         """The task's `started` line, for a child who asked by voice (a parent's
@@ -338,12 +340,40 @@ class AppRuntime:
 
     # ---- what the user's words and wakes lead to ----
 
+    async def talk_refused(self, speak: bool = True, utterance: Utterance | None = None,
+                           after_wake: bool = False) -> bool:
+        """The one check of the family's limits (control/family.py): inside
+        bedtime or over the day's talk time, the child's wake or words get
+        the kind line (when `speak`) and no chat or translation. A lesson is
+        never asked about: what a parent or an alarm started runs."""
+        family = self.session.family
+        key = await family.refusal(self.session.device_id) if family is not None else None
+        if key is None:
+            return False
+        s = self.session
+        log.info("[%s] %s: no talking now (%s)", s.device_id, self.active, key)
+        if not speak:
+            return True
+        if after_wake:
+            # As a greeting would: not over words that follow the wake word
+            # (those get the line themselves).
+            woke = s.last_user_speech
+            await s.child_done()
+            if s.closed or s.last_user_speech > woke:
+                return True
+        elif not await committed(utterance):
+            return True     # the child went on: the words when final get the line
+        await s.say(s.lines.get(key, s.language))
+        return True
+
     async def route(self, text: str, utterance: Utterance | None = None) -> None:
         self.proactive.user_spoke()
         handler = HANDLERS[self.mode]
         # Only an answer the mode may prepare early goes ahead before the
         # words are final; anything else (translating, leaving, switching) waits.
         if not handler.answers_early(self, text) and not await committed(utterance):
+            return
+        if handler.talks and await self.talk_refused(utterance=utterance):
             return
         await handler.words(self, text, utterance)
 
@@ -357,6 +387,8 @@ class AppRuntime:
                 log.info("[%s] wake word during %s: %s", self.session.device_id, self.active, result["reason"])
             return
         self.proactive.user_spoke()
+        if await self.talk_refused(after_wake=True):
+            return
         await self.session.greet(text)
 
     async def on_listen_start(self) -> None:

@@ -76,6 +76,7 @@ class Session:
         self.peer = peer
         self.language = self.cfg.get("language", "zh")
         self.lines = services.lines             # every line it speaks (text/lines.py)
+        self.family = getattr(services, "family", None)    # limits and usage (runtime/port.py FamilyRules)
         self.hello: dict | None = None
         # what the device sends up
         self.upstream: dict[str, Any] = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]))

@@ -85,6 +85,9 @@ async def _build(settings, config, listen_fds):
         from ..control import wiring
         from ..control.credentials import Credentials
         ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
+        # The family's limits and usage, on the control store the primary migrated.
+        services.family = wiring.family(config)
+        await services.family.store.open()
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
     return services, mcp, ws
 
