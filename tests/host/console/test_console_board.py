@@ -3,16 +3,23 @@ firmware on the host HAL, tools/sim.py) says its activation code, the
 parent types it on the Devices page, and the board gets its login and
 connects; on the Now page the parent plays a lesson and the page shows the
 board's ack while the board's player plays it; on the Schedules page the
-parent plans a lesson and the board sets its alarm."""
+parent plans a lesson and the board sets its alarm; the day's usage shows
+the lesson heard; a bedtime set on the Limits page makes the board say
+its good-night line instead of chatting when the server's clock is moved
+into it."""
+import datetime
 import json
 import re
 import shutil
+import zoneinfo
 
 import pytest
 from selenium.webdriver.support.ui import Select
 
+from testkit.control_api import eventually
 from testkit.firmware_process import FIXTURE_MP3
 from testkit.sim_process import SimProcess
+from xiaozhi_server.text.lines import Lines
 
 BOARD = "02:00:00:00:c0:de"
 
@@ -23,13 +30,15 @@ def board(console_server, tmp_path_factory):
     activation code (nothing is provisioned for it)."""
     state = tmp_path_factory.mktemp("board")
     (state / "sd").mkdir()
-    shutil.copy(FIXTURE_MP3, state / "sd" / "lesson1.mp3")
+    for name in ("lesson1.mp3", "lesson2.mp3"):
+        shutil.copy(FIXTURE_MP3, state / "sd" / name)
     # The board knows its broker, not its login: activation gives it that.
     port = console_server.server.broker.port
     (state / "config.json").write_text(json.dumps({"mqtt": {"url": "mqtt://127.0.0.1:%d" % port,
                                                             "user": "not-activated", "password": ""}}))
     sim = console_server.call(SimProcess.start, state, "--server", console_server.base + "/xiaozhi/ota/",
                               "--device-id", BOARD)
+    sim.state = state
     yield sim
     console_server.call(sim.close, True)
 
@@ -41,7 +50,6 @@ def board_event(server, sim, event, **fields):
 
 def activation_code(server, sim):
     async def said():
-        from testkit.control_api import eventually
         line = await eventually(lambda: next((ln for ln in sim.lines if "activation code" in ln), None),
                                 timeout=60)
         return re.search(r"activation code (\d{6})", line).group(1)
@@ -82,15 +90,18 @@ def test_playing_a_lesson_shows_the_boards_ack_and_the_board_plays_it(page, appr
     playing = board_event(console_server, board, "player", since=mark, state="playing")
     assert playing["name"] == "lesson1.mp3"
     page.screenshot("now")
+    board_event(console_server, board, "player", since=mark, state="done", name="lesson1.mp3")   # both passes
 
 
-def test_a_lesson_not_on_the_card_is_refused_in_plain_words(page, approved):
+def test_a_lesson_gone_from_the_card_is_refused_in_plain_words(page, approved, board):
     page.enter("now")
-    if page.find("#now-lesson").tag_name == "select":
-        pytest.skip("the page offers only the card's lessons")
-    page.fill("#now-lesson", "no_such_lesson.mp3")
+    lessons = page.find("#now-lesson")
+    assert lessons.tag_name == "select", "the page offers the card's real list"
+    assert [o.text for o in Select(lessons).options] == ["lesson1.mp3", "lesson2.mp3"]
+    (board.state / "sd" / "lesson2.mp3").unlink()     # the card changed since the page asked
+    Select(lessons).select_by_value("lesson2.mp3")
     page.find("#start-lesson").click()
-    assert "said no" in page.text("#now-result", "said no")
+    assert "The device said no: that lesson is not on its card." in page.text("#now-result", "said no")
 
 
 def test_a_repeating_lesson_planned_on_the_page_is_set_on_the_board(page, approved, console_server, board):
@@ -112,3 +123,47 @@ def test_a_repeating_lesson_planned_on_the_page_is_set_on_the_board(page, approv
     assert "Mon, Tue, Wed, Thu, Fri at 07:30" in row.text and "lesson1.mp3" in row.text
     assert "Set on the device" in row.text
     page.screenshot("schedules")
+
+
+def test_the_days_usage_shows_the_lesson_heard(page, approved, console_server, board):
+    # The lesson played from the Now page (twice) ended: the board reported it.
+    plane = console_server.server.control
+
+    async def counted():
+        return await eventually(lambda: _lessons_today(plane), timeout=30)
+    console_server.call(counted, timeout=60)
+    page.enter("activity")
+    today = datetime.datetime.now(zoneinfo.ZoneInfo("Asia/Shanghai")).date().isoformat()   # the default zone
+    row = page.visible('#usage tr[data-date="%s"]' % today)
+    assert "lesson1.mp3 (heard 2 times)" in row.find_element("css selector", ".lessons").text
+    page.screenshot("activity")
+
+
+async def _lessons_today(plane):
+    return (await plane.usage(BOARD, "1"))["days"][0]["lessons"]
+
+
+def test_at_bedtime_the_board_says_good_night_instead_of_chatting(page, approved, console_server, board):
+    page.enter("limits")
+    if not page.find("#bedtime-on").is_selected():
+        page.find("#bedtime-on").click()
+    for field, hhmm in (("#bedtime-start", "20:30"), ("#bedtime-end", "07:00")):
+        page.driver.execute_script("arguments[0].value = arguments[1]", page.find(field), hhmm)
+    page.find("#save-limits").click()
+    assert page.text("#limits-status", "Saved") == "Saved."
+    page.screenshot("limits")
+
+    family = console_server.server.control.family
+    clock = family.clock
+    shanghai = zoneinfo.ZoneInfo("Asia/Shanghai")
+    tonight = datetime.datetime.now(shanghai).replace(hour=21, minute=15).timestamp()
+    family.clock = lambda: tonight        # the server's clock for limits, moved into bedtime
+    try:
+        mark = board.mark()
+        console_server.call(board.send, "wake")
+        lines = Lines.load()
+        night = set(lines.choices("limit_bedtime", "zh") + lines.choices("limit_bedtime", "en"))
+        said = board_event(console_server, board, "subtitle", since=mark, role="assistant")
+        assert said["text"] in night, said
+    finally:
+        family.clock = clock

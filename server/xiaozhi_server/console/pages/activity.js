@@ -41,7 +41,8 @@ function usageTable(days) {
     h("tbody", {}, days.map((d) => h("tr", { "data-date": d.date },
       h("td", {}, d.date), h("td", { class: "talk" }, minutes(d.talk_seconds)),
       h("td", { class: "lessons" }, (d.lessons || []).length
-        ? (d.lessons || []).map((l) => l.name + " (played " + l.passes + "×)").join(", ") : "none"),
+        ? (d.lessons || []).map((l) => l.name + " (heard " + l.passes + (l.passes === 1 ? " time)" : " times)"))
+            .join(", ") : "none"),
       h("td", { class: "translations" }, String(d.translations || 0))))));
 }
 
