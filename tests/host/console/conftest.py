@@ -76,7 +76,12 @@ class Page:
         self.base = base
 
     def open(self, page=""):
-        self.driver.get(self.base + "/console/" + ("#" + page if page else ""))
+        """Load the console afresh (the same address again is only a jump within the page: reload it)."""
+        url = self.base + "/console/" + ("#" + page if page else "")
+        if self.driver.current_url == url:
+            self.driver.refresh()
+        else:
+            self.driver.get(url)
 
     def find(self, css):
         return self.driver.find_element(By.CSS_SELECTOR, css)

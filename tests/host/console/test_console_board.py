@@ -64,6 +64,7 @@ def approved(page, console_server, board):
     page.fill("#code", code).submit()
     answer = page.text("#approve-status", "Approved")
     board_event(console_server, board, "mqtt", action="CONNECT", ok=True)
+    board_event(console_server, board, "state", state="listening")      # its voice connection is up
     return answer
 
 
@@ -72,7 +73,13 @@ def test_approving_the_code_the_board_says_lets_it_connect(page, approved):
     # The page lists the board from now on, and shows it online once it reported.
     page.enter("devices")
     card = page.visible('article[data-device="%s"]' % BOARD)
-    assert BOARD in card.text
+    assert BOARD in card.text and "Online" in card.text
+    # The parent names it; the list says the name from then on.
+    name = card.find_element("css selector", "input[name=name]")
+    name.clear()
+    name.send_keys("Mia's bear")
+    card.find_element("css selector", "form").submit()
+    page.wait(lambda d: "Mia's bear" in page.find('article[data-device="%s"] h3' % BOARD).text, "the new name")
     page.screenshot("devices")
 
 

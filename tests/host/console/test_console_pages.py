@@ -65,3 +65,63 @@ def test_a_route_this_server_lacks_is_told_apart_from_a_missing_thing(page, know
         });""")
     assert said[0] == [404, True, "This is not available on this server."]
     assert said[1][:2] == [404, False] and "nosuch" in said[1][2]
+
+
+def _has_route(page, path):
+    status, body = page.fetch("GET", path)
+    return not (status == 404 and (body is None or "error" not in body or not isinstance(body["error"], dict)))
+
+
+def test_the_memory_page_shows_edits_and_erases_what_the_companion_keeps(page, known_device):
+    page.enter("memory")
+    if not _has_route(page, "/api/devices/%s/memory" % known_device):
+        assert "Memory is not available on this server." in page.find("#page-memory").text
+        pytest.skip("this server has no memory routes (they come with the family-safety branch)")
+    if not page.find("#memory-on").is_selected():
+        page.find("#memory-on").click()
+    page.fill("#memory-name", "Mia")
+    page.fill("#memory-age", "6")
+    page.fill("#memory-interests", "dinosaurs\nthe moon")
+    page.find("#save-memory").click()
+    assert page.text("#memory-status", "Saved") == "Saved."
+    page.enter("memory")
+    assert page.find("#memory-name").get_attribute("value") == "Mia"
+    assert page.find("#memory-interests").get_attribute("value") == "dinosaurs\nthe moon"
+    page.screenshot("memory")
+    page.find("#erase-memory").click()
+    page.driver.switch_to.alert.accept()      # "Erase everything ...?"
+    page.visible("#page-memory[data-ready]")
+    page.wait(lambda d: page.find("#memory-name").get_attribute("value") == "", "the name erased")
+
+
+def test_topics_to_avoid_and_transcripts_are_kept_as_set(page, known_device):
+    if not _has_route(page, "/api/devices/%s/topics" % known_device):
+        pytest.skip("this server has no topic routes (they come with the family-safety branch)")
+    page.enter("limits")
+    page.fill("#topics", "scary movies\nguns")
+    page.fill("#redirect-line", "Let's talk about animals instead!")
+    page.find("#save-topics").click()
+    assert page.text("#topics-status", "Saved") == "Saved."
+    page.enter("activity")
+    if not page.find("#transcripts-on").is_selected():
+        page.find("#transcripts-on").click()
+    page.find("#privacy-form button[type=submit]").click()
+    assert page.text("#privacy-status", "Saved") == "Saved."
+    page.enter("limits")
+    assert page.find("#topics").get_attribute("value") == "scary movies\nguns"
+    page.enter("activity")
+    assert page.find("#transcripts-on").is_selected()
+
+
+def test_removing_a_device_forgets_it(page, known_device, console_server):
+    page.enter("devices")
+    card = page.visible('article[data-device="%s"]' % known_device)
+    card.find_element("css selector", "button.danger").click()
+    page.driver.switch_to.alert.accept()      # "Remove ...? It forgets its schedules ..."
+    page.visible("#page-devices[data-ready]")
+    page.wait(lambda d: not d.find_elements("css selector", 'article[data-device="%s"]' % known_device),
+              "the device gone from the list")
+    if page.driver.find_elements("css selector", "#add-device-id"):
+        return      # a server with no device list: only this browser's list forgot it
+    # The server forgot it too: its broker login no longer works.
+    assert console_server.call(lambda: console_server.server.control.store.device_known(known_device)) is False
