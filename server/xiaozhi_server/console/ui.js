@@ -33,7 +33,7 @@ export function section(title, ...children) {
 }
 
 export function unavailable(what) {
-  return h("p", { class: "note unavailable" }, what + " is not available on this server.");
+  return h("p", { class: "note unavailable" }, what + ": not available on this server.");
 }
 
 export function field(label, input, hint) {

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -88,7 +88,9 @@ class Page:
 
     def wait(self, condition, what):
         try:
-            return WebDriverWait(self.driver, WAIT_S).until(condition)
+            # A page that renders again replaces its elements: look again.
+            return WebDriverWait(self.driver, WAIT_S, ignored_exceptions=[StaleElementReferenceException]) \
+                .until(condition)
         except TimeoutException:
             raise AssertionError("the page did not show %s within %d s; it shows:\n%s"
                                  % (what, WAIT_S, self.driver.find_element(By.TAG_NAME, "body").text)) from None

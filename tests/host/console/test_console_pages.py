@@ -41,7 +41,7 @@ def test_every_page_opens_and_fits_the_screen(page, known_device, width):
             overflow = page.driver.execute_script(
                 "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
             assert overflow <= 0, "%s is %d px wider than a %d px screen" % (name, overflow, width)
-            if width < 500:
+            if width < 500 and name in ("devices", "now"):
                 page.screenshot("phone-" + name)
         assert page.script_errors() == []
     finally:
@@ -75,7 +75,7 @@ def _has_route(page, path):
 def test_the_memory_page_shows_edits_and_erases_what_the_companion_keeps(page, known_device):
     page.enter("memory")
     if not _has_route(page, "/api/devices/%s/memory" % known_device):
-        assert "Memory is not available on this server." in page.find("#page-memory").text
+        assert "Memory: not available on this server." in page.find("#page-memory").text
         pytest.skip("this server has no memory routes (they come with the family-safety branch)")
     if not page.find("#memory-on").is_selected():
         page.find("#memory-on").click()

@@ -38,7 +38,7 @@ function usageTable(days) {
   return h("table", { id: "usage" },
     h("thead", {}, h("tr", {}, h("th", {}, "Day"), h("th", {}, "Talk time"), h("th", {}, "Lessons"),
                      h("th", {}, "Translations"))),
-    h("tbody", {}, days.map((d) => h("tr", { "data-date": d.date },
+    h("tbody", {}, [...days].reverse().map((d) => h("tr", { "data-date": d.date },   // newest first
       h("td", {}, d.date), h("td", { class: "talk" }, minutes(d.talk_seconds)),
       h("td", { class: "lessons" }, (d.lessons || []).length
         ? (d.lessons || []).map((l) => l.name + " (heard " + l.passes + (l.passes === 1 ? " time)" : " times)"))

@@ -10,6 +10,12 @@ const WAIT_S = 10;   // how long the page waits for the device's answer
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
   const result = statusLine("now-result");
+  const recent = h("div", { id: "recent-requests" });
+  const showRecent = async () => {
+    const { data } = await api.get(devicePath(deviceId));
+    recent.replaceChildren(recentList(data.recent_requests || []));
+    return data;
+  };
   const start = async (body, what) => {
     result.show("Sending " + what + "…");
     try {
@@ -21,10 +27,10 @@ export async function render(root, ctx) {
       result.show(describeError(e), "bad");
       result.dataset.outcome = "error";
     }
+    await showRecent().catch(() => {});
   };
 
-  const detail = await api.get(devicePath(deviceId));
-  root.append(stateCard(detail.data));
+  root.append(stateCard(await showRecent()));
 
   const lesson = await lessonPicker(deviceId, "now", null);
   const repeat = h("input", { id: "now-repeat", type: "number", min: "1", max: "100", value: "1" });
@@ -49,7 +55,7 @@ export async function render(root, ctx) {
                     onclick: () => start({ app_id: "chat" }, "stop") }, "Stop")),
       h("p", { class: "note" }, "Stop ends a lesson or translation: the device goes back to chatting, " +
         "as it does by itself when a lesson ends.")),
-    section("What the device said", result, recentList(detail.data.recent_requests || [])));
+    section("What the device said", result, h("h3", {}, "Earlier"), recent));
 }
 
 function stateCard(d) {
@@ -62,10 +68,20 @@ function stateCard(d) {
   return section("Right now", h("p", { id: "now-state", class: "facts" }, lines));
 }
 
+const ASKED = {
+  START_APP_TASK: (p) => ({ english_learning: "Play " + ((p.params || {}).name || "a lesson"),
+                           english_translation: "Start translation", chat: "Chat (or stop)" })[p.app_id] || p.app_id,
+  SET_ALARM: () => "Set a schedule",
+  UNSET_ALARM: () => "Remove a schedule",
+};
+
 function recentList(requests) {
   if (!requests.length) return h("p", { class: "note" }, "Nothing sent yet.");
   return h("ul", { class: "plain", id: "recent" }, requests.slice(0, 5).map((r) => {
     const said = describeAck(r.ack);
-    return h("li", {}, (r.action || "request") + ": ", h("span", { class: "status " + said.kind }, said.text));
+    const asked = ASKED[r.action] ? ASKED[r.action](r.payload || {}) : r.action;
+    const when = r.sent_at ? h("small", { class: "note" }, new Date(r.sent_at * 1000).toLocaleString() + " ") : null;
+    return h("li", {}, when, asked, ": ",
+             h("span", { class: "status " + said.kind }, said.text));
   }));
 }

@@ -70,7 +70,7 @@ function scheduleTable(list, deviceId, editor, ctx) {
     h("td", {}, when(s)), h("td", {}, what(s.pending_task)),
     h("td", {}, stateWords(s), s.missed ? h("div", { class: "status bad" }, "Missed on " +
       new Date(s.missed.at * 1000).toLocaleString() + " (the device was off)") : null),
-    h("td", { class: "row" },
+    h("td", {}, h("div", { class: "row" },
       h("button", { type: "button", class: "quiet", onclick: () => showEditor(editor, deviceId, s, ctx) }, "Edit"),
       h("button", { type: "button", class: "danger", onclick: async () => {
         if (!confirm("Delete this schedule?")) return;
@@ -81,7 +81,7 @@ function scheduleTable(list, deviceId, editor, ctx) {
         } catch (e) {
           status.show(e.status === 412 ? "Someone changed it meanwhile: look again." : describeError(e), "bad");
         }
-      } }, "Delete"))));
+      } }, "Delete")))));
   return h("div", {}, h("table", { id: "schedules" },
     h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "What"), h("th", {}, "State"), h("th", {}, ""))),
     h("tbody", {}, rows)), status);
