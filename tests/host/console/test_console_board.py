@@ -146,6 +146,32 @@ def test_the_days_usage_shows_the_lesson_heard(page, approved, console_server, b
     page.screenshot("activity")
 
 
+def test_a_schedule_changed_to_once_then_deleted_follows_on_the_board(page, approved, console_server, board):
+    page.enter("schedules")
+    row = page.visible("#schedules tbody tr")
+    alarm_id = row.get_attribute("data-alarm")
+    row.find_element("css selector", "button.quiet").click()          # Edit
+    page.visible("#kind-once").click()
+    tomorrow = page.driver.execute_script("""
+        const d = new Date(Date.now() + 86400000);
+        const pad = (n) => String(n).padStart(2, "0");
+        return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T07:00";""")
+    page.driver.execute_script("arguments[0].value = arguments[1]", page.find("#sched-at"), tomorrow)
+    at = page.driver.execute_script("return new Date(arguments[0]).getTime() / 1000", tomorrow)
+    mark = board.mark()
+    page.find("#save-schedule").click()
+    assert "set on the device" in page.text("#schedule-status", "Saved")
+    moved = board_event(console_server, board, "alarm", since=mark, what="set", alarm_id=alarm_id)
+    assert moved["at"] == at
+    page.text('#schedules tr[data-alarm="%s"]' % alarm_id, "Once, ")
+
+    mark = board.mark()
+    page.find('#schedules tr[data-alarm="%s"] button.danger' % alarm_id).click()
+    page.driver.switch_to.alert.accept()      # "Delete this schedule?"
+    page.visible("#no-schedules")
+    board_event(console_server, board, "alarm", since=mark, what="cleared", alarm_id=alarm_id)
+
+
 async def _lessons_today(plane):
     return (await plane.usage(BOARD, "1"))["days"][0]["lessons"]
 
