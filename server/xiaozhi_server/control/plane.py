@@ -103,7 +103,7 @@ class ControlPlane(FamilyPlane):
         self.devices = devices
         self.family = family or Family(store)
         # Other features' forget_device(device_id) coroutines, run when a parent removes a device.
-        self.forgetters: list[Callable[[str], Any]] = []
+        self.forgetters = []
         self.pacer = pacer or Pacer()
         self.node_id = node_id or "n" + uuid.uuid4().hex[:12]
         self.link = make_link(self._on_report, self._on_connect)

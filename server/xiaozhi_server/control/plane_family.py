@@ -19,12 +19,17 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..runtime.lessons import lesson_names
 from . import checks
 from .errors import BadRequest, ControlError, NotFound
 from .family import MAX_USAGE_DAYS, check_name
+
+if TYPE_CHECKING:
+    from .devices import Devices
+    from .family import Family
+    from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,12 @@ class DeviceOffline(ControlError):
 
 
 class FamilyPlane:
+    # The plane's own (plane.py sets them).
+    store: Store
+    devices: Devices | None
+    family: Family
+    forgetters: list[Callable[[str], Awaitable[Any]]]
+
     session_of: Callable[[str], Any] = staticmethod(lambda device_id: None)
     sessions_here = True        # False when sessions live in worker processes
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .. import config as configmod
 from .api import add_routes
@@ -74,7 +74,7 @@ def family(config: dict, store: Store | None = None) -> Family:
     """The limits and usage of each device, on the control store (its own
     connection to it when `store` is None: a worker process's sessions)."""
     ctl = config.get("control") or {}
-    defaults = configmod.DEFAULTS["control"]
+    defaults = cast(dict, configmod.DEFAULTS["control"])
     return Family(store or Store(db_target(config)), ctl.get("default_timezone") or defaults["default_timezone"],
                   int(ctl.get("usage_retention_days") or defaults["usage_retention_days"]))
 

@@ -2,8 +2,9 @@
 named, limits set and refused with a 4xx naming what is wrong, usage by
 local day, a removed device forgotten with its MQTT login; and, on a real
 session with the scripted LLM and the server's clock moved, chat refused
-with the kind line at bedtime while a parent's lesson still plays, and a
-chat turn and a lesson counted in the day's usage."""
+with the kind line once the day's talk time is used and at bedtime, while
+a parent's lesson still plays, and a chat turn and a lesson counted in
+the day's usage."""
 import datetime
 import zoneinfo
 
@@ -128,9 +129,16 @@ async def test_bedtime_refuses_chat_not_the_parents_lesson_and_usage_counts(tmp_
                 return (await api.get(path + "/usage", days="1"))[1]["days"][0]["talk_seconds"]
             assert await eventually(talk_today, timeout=10) >= 1
 
+            # The day's talk time used up (0 minutes allowed): the other kind line.
+            asked = len(fake_llm.requests)
+            await api.call("PUT", path + "/limits", {"daily_talk_minutes": 0})
+            mark = dev.json[-1][0]
+            await dev.detect("and giraffes?")
+            await dev.wait_for(lambda: said(dev, "limit_talk_time", mark), timeout=15)
+            await api.call("PUT", path + "/limits", {"daily_talk_minutes": None})
+
             # Bedtime: words and the wake word get the kind line, and no chat.
             now[0] = at("21:15")
-            asked = len(fake_llm.requests)
             mark = dev.json[-1][0]
             await dev.detect("one more story please")
             await dev.wait_for(lambda: said(dev, "limit_bedtime", mark), timeout=15)

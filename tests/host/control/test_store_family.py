@@ -104,3 +104,37 @@ def test_bad_limits_name_the_field(body, field):
 def test_clock_default_is_the_wall_clock():
     f = Family(store=None)
     assert abs(f.clock() - time.time()) < 5
+
+
+async def test_counting_purges_days_past_the_retention(store):
+    now = [at("09:00")]
+    family = Family(store, retention_days=30, clock=lambda: now[0])
+    await store.add_usage("d5", "2026-11-03", talk_seconds=7)      # 31 days before 2026-12-04
+    await store.add_lesson("d5", "2026-11-04", "kept.mp3", 1)        # 30 days before: kept
+    await family.count_translation("d5")
+    got = await store.usage("d5", "2026-01-01", "2026-12-31")
+    assert sorted(got) == ["2026-11-04", "2026-12-04"] and got["2026-12-04"]["translations"] == 1
+
+
+async def test_a_translated_turn_counts_talk_time_and_one_translation(store):
+    """modes.count_talk as a translation reply's end calls it (a session
+    stand-in with the SessionPort members it reads)."""
+    from xiaozhi_server.pipeline.listener import Utterance
+    from xiaozhi_server.runtime.modes import count_talk
+
+    class Session:
+        device_id = "d6"
+        family = Family(store, clock=lambda: at("10:00"))
+        spawned = []
+
+        def first_audio_at(self):
+            return time.monotonic() - 2.0     # the reply has spoken for 2 s
+
+        def spawn(self, coro):
+            self.spawned.append(asyncio.ensure_future(coro))
+
+    s = Session()
+    count_talk(s, Utterance("你好", 1500.0, time.monotonic(), 100.0), translation=True)
+    await asyncio.gather(*s.spawned)
+    day = (await store.usage("d6", "2026-12-04", "2026-12-04"))["2026-12-04"]
+    assert day["translations"] == 1 and 3.5 <= day["talk_seconds"] < 5
