@@ -1,6 +1,7 @@
 """Every page of the console opens for a device and says plainly what this
 server cannot do instead of breaking, without a script error, and fits a
 phone's screen (no sideways scrolling)."""
+import json
 import urllib.request
 
 import pytest
@@ -125,3 +126,21 @@ def test_removing_a_device_forgets_it(page, known_device, console_server):
         return      # a server with no device list: only this browser's list forgot it
     # The server forgot it too: its broker login no longer works.
     assert console_server.call(lambda: console_server.server.control.store.device_known(known_device)) is False
+
+
+def test_a_waiting_code_is_listed_and_can_be_dismissed(page, console_server):
+    # A device the server does not know asks the OTA endpoint, as a stock board does.
+    req = urllib.request.Request(console_server.base + "/xiaozhi/ota/", data=b'{"application": {"version": "1.0.0"}}',
+                                 method="POST", headers={"Device-Id": "02:00:00:00:c0:77", "Client-Id": "c0-77",
+                                                         "Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        code = json.loads(r.read())["activation"]["code"]
+    page.enter("devices")
+    if not _has_route(page, "/api/activations"):
+        assert "not available on this server" in page.find("#page-devices").text
+        pytest.skip("this server does not list waiting codes (that comes with the broker-trust branch)")
+    item = page.visible("#waiting li")
+    assert code in item.text and "02:00:00:00:c0:77" in item.text
+    item.find_element("css selector", "button.quiet").click()     # Dismiss
+    page.visible("#page-devices[data-ready]")
+    page.wait(lambda d: code not in page.find("#page-devices").text, "the code gone")
