@@ -96,6 +96,7 @@ def test_playing_a_lesson_shows_the_boards_ack_and_the_board_plays_it(page, appr
     assert "Done: the device started it" in page.text("#now-result", "Done")
     playing = board_event(console_server, board, "player", since=mark, state="playing")
     assert playing["name"] == "lesson1.mp3"
+    assert "Play lesson1.mp3: Done: the device started it." in page.text("#recent", "Play lesson1.mp3")
     page.screenshot("now")
     board_event(console_server, board, "player", since=mark, state="done", name="lesson1.mp3")   # both passes
 

@@ -6,15 +6,18 @@ import { h, section, statusLine, field, describeError, describeAck, doing, ago }
 import { lessonPicker } from "./lessons.js";
 
 const WAIT_S = 10;   // how long the page waits for the device's answer
+const REFRESH_MS = 5000;
 
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
   const result = statusLine("now-result");
   const recent = h("div", { id: "recent-requests" });
-  const showRecent = async () => {
+  const state = h("div", { id: "now-state-card" });
+  // What the device reports and what was asked of it: read again after each start.
+  const showDevice = async () => {
     const { data } = await api.get(devicePath(deviceId));
+    state.replaceChildren(stateCard(data));
     recent.replaceChildren(recentList(data.recent_requests || []));
-    return data;
   };
   const start = async (body, what) => {
     result.show("Sending " + what + "…");
@@ -27,10 +30,16 @@ export async function render(root, ctx) {
       result.show(describeError(e), "bad");
       result.dataset.outcome = "error";
     }
-    await showRecent().catch(() => {});
+    await showDevice().catch(() => {});
   };
 
-  root.append(stateCard(await showRecent()));
+  await showDevice();
+  root.append(state);
+  // Kept fresh while the page shows: the device reports when a lesson starts or ends.
+  const timer = setInterval(() => {
+    if (!root.isConnected) clearInterval(timer);
+    else showDevice().catch(() => {});
+  }, REFRESH_MS);
 
   const lesson = await lessonPicker(deviceId, "now", null);
   const repeat = h("input", { id: "now-repeat", type: "number", min: "1", max: "100", value: "1" });
