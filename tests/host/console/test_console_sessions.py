@@ -1,7 +1,8 @@
-"""The console's sessions and the API's guards, without a browser: a
-session ends when idle too long or when its token is no longer the API's,
-memory stays bounded, and a write a browser marks as cross-site is refused
-even with the right bearer token."""
+"""The console's sessions, the API's guards and the static files, without a
+browser: a session ends when idle too long or when its token is no longer
+the API's, memory stays bounded, a write a browser marks as cross-site is
+refused even with the right bearer token, and nothing but the console's
+own files is served under /console/."""
 import json
 import urllib.error
 import urllib.request
@@ -74,3 +75,15 @@ def test_a_wrong_token_gets_no_cookie(console_server):
     status, body = _call(console_server.base, "POST", "/api/session", {"Content-Type": "application/json"},
                          {"token": 12})
     assert status == 400
+
+
+def test_only_the_consoles_own_files_are_served(console_server):
+    for path in ("/console/..%2Fcontrol%2Fapi.py", "/console/%2e%2e/server.py", "/console/pages/../../config.py",
+                 "/console/app.py", "/console/.hidden.js", "/console/nope.js"):
+        status, _ = _call(console_server.base, "GET", path, {})
+        assert status == 404, path
+    status, body = _call(console_server.base, "GET", "/console/pages/now.js", {})
+    assert status == 200 and b"export async function render" in body
+    req = urllib.request.Request(console_server.base + "/console")
+    with urllib.request.urlopen(req) as r:      # followed to /console/
+        assert r.url.endswith("/console/") and b"<title>Parents' console</title>" in r.read()
