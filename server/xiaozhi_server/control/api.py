@@ -27,6 +27,7 @@ import logging
 from aiohttp import web
 
 from .. import protocol as proto
+from ..logthrottle import LogThrottle
 from . import checks
 from .console_sessions import COOKIE, ConsoleSessions
 from .errors import BadRequest, ControlError, DeviceBusy, Forbidden, NotFound, Unauthorized
@@ -117,6 +118,7 @@ class ControlApi:
         self.tokens = [t for t in tokens if t]
         self.token_required = token_required or bool(self.tokens)
         self.sessions = ConsoleSessions()
+        self.refusals = LogThrottle(log)      # wrong console tokens: a few lines, then a count
 
     def _authorize(self, request):
         _same_site(request)
@@ -297,7 +299,8 @@ class ControlApi:
             if not self.tokens:
                 raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
             if not self._accepted(token):
-                log.warning("console login refused: wrong token (from %s)", request.remote)
+                self.refusals.log(logging.WARNING, "console logins refused",
+                                  "console login refused: wrong token (from %s)", request.remote)
                 raise Unauthorized("token: that is not this server's API token")
         response = web.Response(status=204)
         response.set_cookie(COOKIE, self.sessions.open(token), httponly=True, samesite="Strict", path="/",
