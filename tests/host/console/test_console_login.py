@@ -4,7 +4,7 @@ a cookie-authenticated write without the console's header is refused
 (CSRF); logging out ends it."""
 import urllib.request
 
-from conftest import TOKEN
+from testkit.console_browser import TOKEN
 
 
 def test_the_console_is_served_with_nothing_from_another_host(console_server):

@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from conftest import TOKEN
+from testkit.console_browser import TOKEN
 
 DEVICE = "02:00:00:00:c0:0f"
 PAGES = ("devices", "now", "schedules", "limits", "activity", "memory")

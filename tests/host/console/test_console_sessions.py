@@ -7,7 +7,7 @@ import json
 import urllib.error
 import urllib.request
 
-from conftest import TOKEN
+from testkit.console_browser import TOKEN
 from xiaozhi_server.control.console_sessions import ConsoleSessions
 
 
