@@ -53,6 +53,7 @@ export function describeError(e) {
   return e.message;
 }
 
+// The board's ack reasons (shared/protocol/schemas/mqtt/ack.json, firmware/app/control).
 const REASONS = {
   busy: "it is busy with something more important",
   lower_priority: "something more important is running",
@@ -61,8 +62,9 @@ const REASONS = {
   server_unreachable: "it cannot reach the server",
   invalid_request: "it did not understand the request",
   too_large: "the request was too big",
-  bedtime: "it is bedtime",
-  talk_limit: "today's talk time is used up",
+  invalid_alarm: "the schedule does not fit the device",
+  replayed: "it had already handled a newer request",
+  stale: "the request was too old when it arrived",
 };
 
 // The device's answer (rpt/ack) in plain words; null: no answer yet.
