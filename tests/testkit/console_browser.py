@@ -6,6 +6,7 @@ driven by selenium (no browser download): tests/host/console.
     page.enter("now")                   # logged in (TOKEN), the Now page loaded
     page.text("#now-result", "Done")    # waits until the element shows the words
 """
+import base64
 import os
 import shutil
 
@@ -35,7 +36,8 @@ def chromium(width=1100, height=1000):
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=%d,%d" % (width, height), "--lang=en-US", "--no-first-run", "--disable-extensions"):
+                "--window-size=%d,%d" % (width, height), "--lang=en-US", "--no-first-run", "--disable-extensions",
+                "--hide-scrollbars"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})    # script errors, for script_errors()
     offline = os.environ.get("SE_OFFLINE")
@@ -118,11 +120,18 @@ class Page:
                 if "Failed to load resource" not in e["message"]]
 
     def screenshot(self, name):
-        """docs/console/NAME.png when XIAOZHI_SCREENSHOTS names docs/console (tools/console_screenshots.sh)."""
+        """docs/console/NAME.png, the whole page (up to 2 400 px tall), when
+        XIAOZHI_SCREENSHOTS names that folder (docs/console.md)."""
         folder = os.environ.get("XIAOZHI_SCREENSHOTS")
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-            self.driver.save_screenshot(os.path.join(folder, name + ".png"))
+        if not folder:
+            return
+        os.makedirs(folder, exist_ok=True)
+        size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 2400), "scale": 1}
+        shot = self.driver.execute_cdp_cmd("Page.captureScreenshot",
+                                           {"format": "png", "captureBeyondViewport": True, "clip": clip})
+        with open(os.path.join(folder, name + ".png"), "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
 
     def fetch(self, method, path, body=None, headers=None):
         """A request made by script in the page (the browser adds the cookie):
