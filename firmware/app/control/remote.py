@@ -108,7 +108,7 @@ class Remote:
             else:
                 await self.report(item[0], item[1], **item[2])
 
-    async def report(self, event, message=None, **fields):
+    async def report(self, event, message=None, player=None, **fields):
         if self.mqtt is None or not self.mqtt.connected:
             # Said at boot before the broker answered (an alarm's lesson that
             # failed, a missed alarm): kept for the connect, a few at most.
@@ -116,19 +116,23 @@ class Remote:
                 self._late.append((event, message, fields))
             return
         g = self.gateway
-        st = self.player.status()
+        if player is None:
+            st = self.player.status()
+            player = {"state": st["state"], "name": st["name"], "repeat_left": st["repeat_left"]}
         await self.control.report(self.state.state, event=event, message=message,
                                   active_app_id=g.current["app_id"], active_task_id=g.current["task_id"],
-                                  source=g.current["source"],
-                                  player={"state": st["state"], "name": st["name"],
-                                          "repeat_left": st["repeat_left"]}, **fields)
+                                  source=g.current["source"], player=player, **fields)
 
     def _forward(self, ev):
         # Device events the parents' app hears about on rpt/state.
         name = ev["event"]
-        if name == "task" or (name == "player" and ev.get("state") == "done"):
-            asyncio.create_task(self.report(name if name == "task" else "player_done",
-                                            ev.get("message")))
+        if name == "task":
+            asyncio.create_task(self.report("task", ev.get("message")))
+        elif name == "player" and ev.get("state") == "done":
+            # The player is idle by now and names nothing: the report names
+            # the lesson that ended (the parents' usage counts it).
+            asyncio.create_task(self.report("player_done", ev.get("message"), player={
+                "state": "done", "name": ev.get("name"), "repeat_left": 0}))
 
     async def _start_app_task(self, req):
         p = req["payload"]

@@ -10,6 +10,15 @@ A schedule's answer carries its revision as the ETag. Text that is not
 Unicode (a lone surrogate) is refused with 400 at the edge, and anything
 read back is sent as valid JSON whatever was stored. docs/api.md and
 docs/openapi.yaml describe the routes; a test checks they list every one.
+
+Callers prove they are the parent with `Authorization: Bearer <token>`, or
+with the console's session cookie (console_sessions.py; POST /api/session
+trades the token for it). A cookie rides along with any request the
+browser makes, so a cookie-authenticated write must also carry the header
+X-Xiaozhi-Console (a form or image on another site cannot set it), and a
+write the browser marks as coming from another site (Sec-Fetch-Site) is
+refused whatever it carries: that also covers the loopback default, where
+no token is asked for.
 """
 import hmac
 import json
@@ -18,9 +27,11 @@ import logging
 from aiohttp import web
 
 from .. import protocol as proto
+from ..logthrottle import LogThrottle
 from . import checks
 from .api_care import CareApi
-from .errors import BadRequest, ControlError, DeviceBusy, NotFound, Unauthorized
+from .console_sessions import COOKIE, ConsoleSessions
+from .errors import BadRequest, ControlError, DeviceBusy, Forbidden, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +40,11 @@ MAX_WAIT_S = 30.0
 MAX_BODY = 1 << 20     # the HTTP edge refuses bigger bodies first (413)
 TASK_FIELDS = ("app_id", "task_id", "params")
 MAX_HOUSEHOLD = 32     # devices of one home; more is a fleet, not a household
+CONSOLE_HEADER = "X-Xiaozhi-Console"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+# Handlers that run without a token: the login itself, and the logout and
+# "am I logged in?" that only touch the caller's own cookie.
+OPEN_HANDLERS = ("session", "login", "logout")
 
 
 def routes():
@@ -72,6 +88,9 @@ def routes():
         ("PUT", PREFIX + "/memory", "put_memory"),
         ("DELETE", PREFIX + "/memory", "delete_memory"),
         ("POST", "/api/nodes/{node_id}/drain", "drain_node"),
+        ("GET", "/api/session", "session"),
+        ("POST", "/api/session", "login"),
+        ("DELETE", "/api/session", "logout"),
     )
 
 
@@ -120,20 +139,34 @@ class ControlApi(CareApi):
         self.plane = plane
         self.tokens = [t for t in tokens if t]
         self.token_required = token_required or bool(self.tokens)
+        self.sessions = ConsoleSessions()
+        self.refusals = LogThrottle(log)      # wrong console tokens: a few lines, then a count
 
     def _authorize(self, request):
+        _same_site(request)
         if not self.token_required:
             return
         if not self.tokens:
             raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not any(hmac.compare_digest(given.strip(), t) for t in self.tokens):
-            raise Unauthorized("send Authorization: Bearer <control.api_token>")
+        if "Authorization" in request.headers:
+            scheme, _, given = request.headers["Authorization"].partition(" ")
+            if scheme.lower() != "bearer" or not self._accepted(given.strip()):
+                raise Unauthorized("send Authorization: Bearer <control.api_token>")
+            return
+        if self.sessions.token(request.cookies.get(COOKIE), self.tokens) is None:
+            raise Unauthorized("send Authorization: Bearer <control.api_token>, or log in on the console")
+        _console_header(request)
 
-    def wrap(self, handler):
+    def _accepted(self, token):
+        return any(hmac.compare_digest(token, t) for t in self.tokens)
+
+    def wrap(self, handler, name):
         async def run(request):
             try:
-                self._authorize(request)
+                if name in OPEN_HANDLERS:
+                    _same_site(request)
+                else:
+                    self._authorize(request)
                 return await handler(request)
             except ControlError as e:
                 if e.status >= 500:
@@ -329,6 +362,38 @@ class ControlApi(CareApi):
         except BadRequest as e:
             raise BadRequest(e.message.replace("device_id", "household_id"))
 
+    # ---- the console's login (a cookie session) ----
+
+    async def session(self, request):
+        """200 while this caller may use the API (its cookie, its bearer
+        token, or no token asked for), else 401: the page asks this first."""
+        self._authorize(request)
+        return web.json_response({"logged_in": True, "token_required": self.token_required})
+
+    async def login(self, request):
+        body = await self._body(request)
+        token = body.get("token")
+        if not isinstance(token, str):
+            raise BadRequest("token: the API token is a string")
+        if self.token_required:
+            if not self.tokens:
+                raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
+            if not self._accepted(token):
+                self.refusals.log(logging.WARNING, "console logins refused",
+                                  "console login refused: wrong token (from %s)", request.remote)
+                raise Unauthorized("token: that is not this server's API token")
+        response = web.Response(status=204)
+        response.set_cookie(COOKIE, self.sessions.open(token), httponly=True, samesite="Strict", path="/",
+                            secure=request.secure)
+        return response
+
+    async def logout(self, request):
+        _console_header(request)
+        self.sessions.close(request.cookies.get(COOKIE))
+        response = web.Response(status=204)
+        response.del_cookie(COOKIE, path="/")
+        return response
+
     async def nodes(self, request):
         return web.json_response({"this_node": self.plane.node_id, "nodes": await self.plane.nodes()}, dumps=_dumps)
 
@@ -337,8 +402,21 @@ class ControlApi(CareApi):
         return web.json_response(node, status=202, dumps=_dumps)
 
 
+def _same_site(request):
+    """A write the browser says another site asked for is refused (the
+    loopback default asks no token, so nothing else would stop it)."""
+    if request.method not in SAFE_METHODS and \
+            request.headers.get("Sec-Fetch-Site", "").lower() in ("cross-site", "same-site"):
+        raise Forbidden("requests from another site may not change anything here")
+
+
+def _console_header(request):
+    if request.method not in SAFE_METHODS and request.headers.get(CONSOLE_HEADER) != "1":
+        raise Forbidden("a console request must carry the header %s: 1" % CONSOLE_HEADER)
+
+
 def add_routes(app, plane, tokens=(), token_required=False):
     api = ControlApi(plane, tokens, token_required)
     for method, path, name in routes():
-        app.router.add_route(method, path, api.wrap(getattr(api, name)))
+        app.router.add_route(method, path, api.wrap(getattr(api, name), name))
     return api

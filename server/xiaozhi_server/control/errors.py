@@ -25,6 +25,13 @@ class Unauthorized(ControlError):
     code = "unauthorized"
 
 
+class Forbidden(ControlError):
+    """Authenticated, but the request may not be made this way (the
+    console's cookie without its header, a request from another site)."""
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(ControlError):
     status = 404
     code = "not_found"

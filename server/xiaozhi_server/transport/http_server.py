@@ -18,6 +18,11 @@ code. /xiaozhi/ota/activate answers 202 while the code waits for a
 parent, 200 once approved (and always 200 with no tokens configured).
 Other layers (the control API) add their routes to `app`.
 
+/console/ is the parents' console (files in ../console/): static, served
+without a token (the page holds no data; its API calls need the login),
+with a policy that lets it load nothing from another host and be framed
+by no other page.
+
 Every connection passes the edge first (http_edge.py: header and body
 timeouts, body limit, connection cap); the device endpoints answer a
 browser's CORS preflight. The firmware version comes from the system info
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pathlib
 import re
 import time
 from typing import TYPE_CHECKING, Callable
@@ -42,6 +48,18 @@ if TYPE_CHECKING:
     from ..services import Services
 
 log = logging.getLogger(__name__)
+
+CONSOLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "console"
+CONSOLE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+                               "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+# What the console ships, by suffix: anything else is not served.
+CONSOLE_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                 ".css": "text/css; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
 
 # esp-box-3/1.5.6, host/0.1.0, bread-compact-wifi/1.6.0-beta: one token, a dotted version.
 _DEVICE_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*/v?([0-9]+(?:\.[0-9]+){1,3}(?:[-+][0-9A-Za-z.-]+)?)$")
@@ -90,6 +108,9 @@ class HttpServer:
         self.app.router.add_route("*", "/xiaozhi/ota", self.ota)
         self.app.router.add_post("/xiaozhi/ota/activate", self.activate)
         self.app.router.add_get("/health", self.health)
+        self.app.router.add_get("/console", self.console_home)
+        self.app.router.add_get("/console/", self.console_page)
+        self.app.router.add_get("/console/{path:.+}", self.console_page)
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
 
@@ -180,6 +201,19 @@ class HttpServer:
         if self.fleet is not None:
             body["node"] = self.fleet.id
         return web.json_response(body)
+
+    async def console_home(self, request):
+        raise web.HTTPFound("/console/")
+
+    async def console_page(self, request):
+        """A file of the console; its index for /console/ itself. Only
+        files inside the console's folder, and no hidden ones."""
+        rel = request.match_info.get("path") or "index.html"
+        path = (CONSOLE_DIR / rel).resolve()
+        if CONSOLE_DIR not in path.parents or path.suffix not in CONSOLE_TYPES or not path.is_file() \
+                or any(part.startswith(".") for part in path.relative_to(CONSOLE_DIR).parts):
+            return web.json_response({"error": "no such console file: %s" % rel}, status=404)
+        return web.FileResponse(path, headers=dict(CONSOLE_HEADERS, **{"Content-Type": CONSOLE_TYPES[path.suffix]}))
 
     async def start(self) -> HttpServer:
         # keepalive_timeout also closes a connection that sends no complete
