@@ -12,14 +12,16 @@
 # - too big to be read (over the client's receive limit): refused when the
 #   req_id can be found in the payload's first bytes (senders put the header
 #   first), else reported on rpt/state.
-# A req_id seen among the last RECENT requests is not executed again and
-# not acked again (the broker re-delivers QoS 1 messages, and a retained
-# request comes back at every connect). Beyond the ring, the board keeps
+# A req_id seen among the last RECENT requests is not executed again (the
+# broker re-delivers QoS 1 messages, and a retained request comes back at
+# every connect); since this boot it is answered with the ack it had (a
+# server re-sends the same req_id when the ack may be lost), before that
+# only ignored. Beyond the ring, the board keeps
 # the newest header timestamp it handled from each sender (header.sender,
 # a server node; absent: one anonymous sender), for the SENDERS most recent
 # senders: a request older than that is refused `replayed`, not run, however
 # many requests came between (a sender stamps its requests in the order it
-# publishes them; the server re-sends with a new req_id and timestamp).
+# publishes them).
 # Both survive reboots: short digests of req_ids and senders, kept as one
 # record in NVS (`store`, the firmware's RecordStore), written once per new
 # request.
@@ -41,6 +43,7 @@ except ImportError:  # CPython
         return x
 
 RECENT = const(16)
+MAX_REMEMBERED = const(120)    # characters of an ack message kept to answer a repeat
 SENDERS = const(8)             # the newest timestamp is kept for this many senders
 STALE_S = const(900)           # generous: the simulated board's clock may run fast
 CLOCK_SET = const(1700000000)  # 2023-11: a clock before this has not been set
@@ -104,6 +107,9 @@ class Control:
         self._recent = [None] * RECENT   # ring of digests of recent req_ids
         self._at = 0
         self._newest = {}                # digest of a sender -> newest handled timestamp (ms)
+        # digest of a req_id in the ring -> its ack (code, reason, message, action),
+        # in RAM only: the same request again gets its ack again (below).
+        self._acked = {}
         self._load()
         self.ack_topic = proto.topic(proto.TOPIC_RPT_ACK, device_id)
         self.state_topic = proto.topic(proto.TOPIC_RPT_STATE, device_id)
@@ -182,9 +188,20 @@ class Control:
                            reason=reason[:64] if reason else None, device_id=self.device_id,
                            timestamp=self._now())
         _log.info("ack %s %s %s", req_id, code, message)
+        self._remember(req_id, code, reason, message, action)
         if self.on_ack is not None:
             self.on_ack(req_id, action, code, reason, message)
         await self._publish(self.ack_topic, proto.encode(a).encode(), 1)
+
+    def _remember(self, req_id, code, reason, message, action):
+        d = _digest(req_id)
+        if d not in self._recent:
+            return
+        if len(self._acked) >= RECENT:
+            for k in list(self._acked):      # only what the ring still holds
+                if k not in self._recent:
+                    del self._acked[k]
+        self._acked[d] = (code, reason, message[:MAX_REMEMBERED], action)
 
     async def report(self, state, event=None, message=None, **fields):
         r = proto.mqtt_state(self.device_id, state, event=event,
@@ -232,7 +249,17 @@ class Control:
             return
         replayed = self._replayed(req["header"])
         if self._seen(rid, req["header"]):
-            _log.info("duplicate request %s ignored", rid)
+            # Not run again. Its ack may have been lost (the node that would
+            # have stored it died): a server sends the same req_id again for
+            # that, so the request is answered with the ack it had. After a
+            # reboot the ack is no longer known, and it is only ignored.
+            known = self._acked.get(_digest(rid))
+            if known is None:
+                _log.info("duplicate request %s ignored", rid)
+                return
+            code, reason, message, action = known
+            _log.info("duplicate request %s: its ack again", rid)
+            await self.ack(rid, code, message, action=action, reason=reason)
             return
         if replayed:
             await self.ack(rid, proto.ACK_REFUSED, "older than the newest request handled from its sender: not run",
