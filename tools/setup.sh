@@ -27,7 +27,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/^[^:]*:\([a-z0-9]*\)$/\1/p' | sort -u); do
     dpkg --print-foreign-architectures | grep -qx "$arch" || $SUDO dpkg --add-architecture "$arch"
   done
-  $SUDO apt-get update -qq
+  # A mirror in mid-sync fails one index (seen: bookworm-security i386)
+  # while every package we need is still listed: go on, and let the
+  # install say what is really missing.
+  $SUDO apt-get update -qq || echo "setup: apt-get update failed for some lists; installing from the lists it has" >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
