@@ -233,6 +233,8 @@ def test_bad_profiles_name_the_field():
         (("amp", "pin"), 9, "amp.pin"),
         (("rtc_int",), 40, "rtc_int: GPIO40 is not an RTC GPIO"),
         (("audio", "ref_slot"), 0, "audio.ref_slot"),
+        (("codecs", 1, "ref_gain_db"), 50, "codecs[1].ref_gain_db: 50: 0..42 dB"),
+        (("amp", "hold"), [[1, 1]], "amp.hold[0]"),   # the amplifier's own output
     )
     for path, value, want in cases:
         p = _profile("sening")
