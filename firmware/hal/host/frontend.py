@@ -4,7 +4,9 @@
 # boot. The host speaker and mic ask speaker_fault() / mic_fault() before
 # every frame: audio flows only once the models' registers say the path is
 # powered, clocked and unmuted, so a missing or wrong init is heard (or
-# rather not) in the tests.
+# rather not) in the tests. The I2S controller is modelled too
+# (i2s_model.py): the codecs take register writes only while its MCLK runs,
+# and the mic side hears only when its frame lines up with TX's.
 from hal.host.es8311_model import ES8311Model
 from hal.host.es7210_model import ES7210Model
 from hal.host.pca9557_model import PCA9557Model

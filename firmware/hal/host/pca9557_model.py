@@ -21,8 +21,10 @@ class PCA9557Model(RegModel):
 
     def watch_amp(self, pin, active, clock):
         """Record (in unclocked_on) each write that leaves the amplifier
-        on while `clock()` says no I2S clock runs: an amplifier on an idle
-        codec output amplifies its start-up pop and draws power for nothing."""
+        on while `clock()` says no I2S clock runs. The rule is stock's order
+        (lichuang_dev_board.cc switches the amplifier in EnableOutput, after
+        the output path opens), not a datasheet's: the pop and the current
+        it would cost are not modelled."""
         self.amp = (pin, active, clock)
         self.unclocked_on = []
 
