@@ -237,6 +237,15 @@ class Plan:
                 lambda: self._write(PROFILE_MODULE, profile_source(profile)))
         self.run(make)
         self.models_image()
+        self.image_estimate()
+
+    def image_estimate(self):
+        """The app image's estimated size against the app partitions
+        (tools/image_size.py: no Xtensa linker here, so it is an estimate)."""
+        import image_size
+        lines, _, _ = image_size.report_lines(PARTITIONS)
+        for line in lines:
+            self.note(line)
 
     # -- speech models: esp-sr's own packer, from the build's sdkconfig
     def models_image(self):

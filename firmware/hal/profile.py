@@ -126,9 +126,10 @@ def validate(p, name=None):
                 c.fail(f + ".mics", "%d: 1..4 microphones" % mics)
             if mode == "tdm" and mics < 3:
                 c.fail(f + ".mics", "TDM needs 3 or 4 microphones on the ES7210 (it sends TDM from 3 up)")
-        g = c.get(cd, "mic_gain_db", f + ".mic_gain_db", int, optional=True)
-        if g is not None and not 0 <= g <= 42:
-            c.fail(f + ".mic_gain_db", "%d: 0..42 dB" % g)
+        for k in ("mic_gain_db", "ref_gain_db"):
+            g = c.get(cd, k, f + "." + k, int, optional=True)
+            if g is not None and not 0 <= g <= 42:
+                c.fail(f + "." + k, "%d: 0..42 dB" % g)
         for r in ("dac", "adc"):
             if role in (r, "both"):
                 if r in roles:
@@ -151,6 +152,13 @@ def validate(p, name=None):
             pin = c.get(amp, "pin", "amp.pin", int)
             if not 0 <= pin <= 7:
                 c.fail("amp.pin", "%d is not a PCA9557 output (0..7)" % pin)
+            # other expander outputs the board needs driven (LCD chip select,
+            # camera power-down): [[pin, level], ...]
+            for i, h in enumerate(c.get(amp, "hold", "amp.hold", list, optional=True) or ()):
+                f = "amp.hold[%d]" % i
+                if not (isinstance(h, list) and len(h) == 2 and h[0] in range(8) and h[0] != pin
+                        and h[1] in (0, 1)):
+                    c.fail(f, "%r: [output 0..7 other than amp.pin, level 0 or 1]" % (h,))
         if c.get(amp, "active", "amp.active", int) not in (0, 1):
             c.fail("amp.active", "the level that turns the amplifier on: 0 or 1")
 

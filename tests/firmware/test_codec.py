@@ -23,8 +23,13 @@ def _board(name, **kw):
     return b, exits
 
 
-def _frontend(name):
-    return HostFrontend(I2CBus(), _profile(name))
+def _frontend(name, clocked=True):
+    """The profile's chips on a bus; clocked: the engine's I2S runs (MCLK),
+    as the board starts it before the codecs."""
+    fe = HostFrontend(I2CBus(), _profile(name))
+    if clocked:
+        fe.start_i2s()
+    return fe
 
 
 def test_every_profile_boots_with_its_paths_on_and_no_unknown_register_written():
@@ -36,7 +41,9 @@ def test_every_profile_boots_with_its_paths_on_and_no_unknown_register_written()
         t.eq(fe.mic_fault(), None, name + " mic")
         for chip, model in fe.models.items():
             t.eq(model.unknown, [], "%s %s unknown writes" % (name, chip))
+            t.eq(model.refused, [], "%s %s writes before MCLK ran" % (name, chip))
             t.true(model.writes > 0, "%s %s was written" % (name, chip))
+        t.eq(fe.amp_unclocked(), 0, name + ": amplifier switched on with no I2S clock")
 
 
 def test_codec_boards_are_silent_before_bring_up_and_each_step_matters():
@@ -65,11 +72,55 @@ def test_codec_boards_are_silent_before_bring_up_and_each_step_matters():
 
 
 def test_a_rate_the_dividers_were_not_set_for_is_silent():
-    fe = _frontend("sening")
-    fe.rate = 16000   # I2S runs at 16 kHz, the ES8311 was set up for 24 kHz
+    fe = _frontend("sening", clocked=False)
+    fe.start_i2s(24000)
     fe.open()
     fe.driver.set_volume(60)
+    fe.driver.output(True)
+    t.eq(fe.speaker_fault(), None, "24 kHz as set up")
+    fe.rate = 16000   # I2S re-clocked to 16 kHz, the ES8311 still set up for 24 kHz
+    fe.i2s.rate = 16000
     t.true("16000 Hz" in fe.speaker_fault(), fe.speaker_fault())
+
+
+def test_every_rate_plays_with_esp_codec_dev_s_divider_row():
+    # The ES8311 model checks REG02..08 against es8311.c's coefficient row
+    # for MCLK = 256 fs at the rate (8 kHz: pre-multiplier x1 like the rest).
+    for rate in (8000, 16000, 24000, 32000, 44100, 48000):
+        p = _profile("sening")
+        p["audio"]["rate"] = p["audio"]["mic_rate"] = rate
+        fe = HostFrontend(I2CBus(), p)
+        fe.start_i2s()
+        fe.open()
+        fe.set_volume(60)
+        fe.output(True)
+        t.eq(fe.speaker_fault(), None, "%d Hz" % rate)
+
+
+def test_codec_registers_written_before_mclk_are_refused_and_leave_the_board_silent():
+    # The rule the board's order is checked by: I2S (MCLK) first, codecs next.
+    fe = _frontend("sening", clocked=False)
+    fe.open()
+    fe.start_i2s()
+    fe.set_volume(60)
+    fe.output(True)
+    t.true(len(fe.models["es8311"].refused) > 0, "es8311 refused its set-up")
+    t.true("refused while MCLK was off" in fe.speaker_fault(), fe.speaker_fault())
+    t.true("refused while MCLK was off" in fe.mic_fault(), fe.mic_fault())
+
+
+def test_the_amplifier_comes_on_after_the_output_path_and_goes_off_first():
+    for name in ("sening", "esp32-s3-box-3"):
+        fe = _frontend(name)
+        fe.open()
+        t.eq(fe.amp_on(), False, name + ": codecs up, output not open yet: amplifier off")
+        fe.output(True)
+        t.eq(fe.amp_on(), True, name + ": output open")
+        t.eq(fe.amp_unclocked(), 0, name)
+    fe = _frontend("sening", clocked=False)
+    fe.driver.amp.open()
+    fe.output(True)    # before the engine: nothing clocks the DAC
+    t.eq(fe.amp_unclocked(), 1, "recorded")
 
 
 def test_volume_register_sets_the_simulated_level():
@@ -83,15 +134,49 @@ def test_volume_register_sets_the_simulated_level():
     t.true(loud == 100 and 0 < quiet < 10, "levels %d %d" % (loud, quiet))
 
 
-def test_box3_amplifier_is_its_gpio_and_pca9557_only_touches_its_pin():
+def test_box3_amplifier_is_its_gpio_and_the_pca9557_drives_what_stock_drives():
     fe = _frontend("esp32-s3-box-3")
     t.eq(fe.amp_pin.level, None, "undriven before boot")
     fe.open()
+    fe.output(True)
     t.eq((fe.amp_pin.gpio, fe.amp_pin.level), (46, 1), "PA enable")
     fe = _frontend("sening")
     fe.open()
-    t.eq(fe.amp_model.regs[3], 0xFD, "only output 1 made an output")
-    t.eq(fe.amp_model.level(1), 1, "amplifier on")
+    fe.output(True)
+    # lichuang_dev_board.cc: outputs 0..2 (config 0xF8), LCD CS (0) high,
+    # amplifier (1), camera power-down (2) low; 3..7 stay inputs
+    t.eq(fe.amp_model.regs[3], 0xF8, "outputs 0, 1, 2")
+    t.eq([fe.amp_model.level(i) for i in range(4)], [1, 1, 0, None], "levels")
+
+
+def test_tdm_mic_and_reference_line_up_with_the_frame_tx_clocks():
+    # ESP-IDF makes RX a slave of TX's BCLK/WS on one controller: the
+    # ES7210's 4 x 16-bit frame is read right only if TX clocks 64 BCLK too.
+    from hal.host.i2s_model import HostI2S
+    tdm = _profile("sening")["audio"]
+    narrow = HostI2S(tdm, {"tx_data_bits": 16, "tx_slot_bits": 16, "rx_slot_bits": 16})
+    narrow.start()
+    t.true("misaligned" in narrow.rx_fault(), "16-bit TX slots: 32 BCLK against 64")
+    for name in ("sening", "esp32-s3-box-3"):
+        b, _ = _board(name)
+        t.eq(b.frontend.mic_fault(), None, name + " mic")
+        level = b.frontend.reference_slot(-1.0)
+        t.true(isinstance(level, tuple), "%s reference: %s" % (name, level))
+
+
+async def test_a_loud_reply_reaches_the_echo_reference_unclipped():
+    # The loopback reaches ES7210 MIC3, TDM slot 1: at the mics' 28-30 dB it
+    # would clip and the echo canceller would work on a distorted copy.
+    for name in ("sening", "esp32-s3-box-3"):
+        b, _ = _board(name)
+        b.speaker.set_volume(100)
+        b.speaker.begin_reply()
+        await b.speaker.write_frame(b"\xf8\xff\xfe")
+        t.eq(b.speaker.unheard, 0, name + " reply heard")
+        level, clipped = b.frontend.reference_slot(-1.0)   # a reply peaking at -1 dBFS
+        t.eq(clipped, False, "%s reference clipped (%.1f dBFS)" % (name, level))
+        t.true(-20 < level < 0, "%s reference at %.1f dBFS" % (name, level))
+        t.true(b.frontend.adc.gain_db(0) >= 24, name + ": the mic keeps its gain")
 
 
 def test_a_wrong_codec_address_stops_the_boot_naming_chip_address_and_bus():
@@ -148,6 +233,8 @@ def test_bad_profiles_name_the_field():
         (("amp", "pin"), 9, "amp.pin"),
         (("rtc_int",), 40, "rtc_int: GPIO40 is not an RTC GPIO"),
         (("audio", "ref_slot"), 0, "audio.ref_slot"),
+        (("codecs", 1, "ref_gain_db"), 50, "codecs[1].ref_gain_db: 50: 0..42 dB"),
+        (("amp", "hold"), [[1, 1]], "amp.hold[0]"),   # the amplifier's own output
     )
     for path, value, want in cases:
         p = _profile("sening")
@@ -199,9 +286,11 @@ def test_a_duplex_board_with_one_es8311_gates_its_mic_on_the_adc():
     p["codecs"] = [{"chip": "es8311", "addr": 0x18, "role": "both", "mic_gain_db": 24}]
     profiles.validate(p)
     fe = HostFrontend(I2CBus(), p)
+    fe.start_i2s()
     t.true("state machine off" in fe.mic_fault(), fe.mic_fault())
     fe.open()
     fe.set_volume(50)
+    fe.output(True)
     t.eq((fe.speaker_fault(), fe.mic_fault()), (None, None), "both paths on")
     t.eq(fe.dac.regs[0x16], 4, "mic gain 24 dB")
     fe.power_down()

@@ -60,12 +60,17 @@ class Esp32Board:
         from codec import Frontend
         self.frontend = Frontend(self.i2c, p, "I2C0 (SDA GPIO%d, SCL GPIO%d)" % (i2c["sda"], i2c["scl"]),
                                  lambda gpio: Pin(gpio, Pin.OUT))
-        self._open_codecs()
         self._mic = self._speaker = None
+        self._open_codecs()
 
     def _open_codecs(self):
         """Codec bring-up at boot: a chip that does not answer stops the boot
-        with one line naming chip, address and bus (not a silent board)."""
+        with one line naming chip, address and bus (not a silent board).
+        The engine starts first: its I2S drives MCLK, which the codecs run
+        on (stock starts I2S before any codec register is written)."""
+        if self.profile["codecs"]:
+            from hal.esp32.audio import start_engine
+            start_engine(self.profile)
         try:
             self.frontend.open()
         except OSError as e:
@@ -101,6 +106,7 @@ class Esp32Board:
             from hal.esp32.audio import Speaker, start_engine
             start_engine(self.profile)
             self._speaker = Speaker(frontend=self.frontend)
+            self.frontend.output(True)   # the output path is open: amplifier on
         return self._speaker
 
     def nvs(self, namespace):

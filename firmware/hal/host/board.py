@@ -121,7 +121,9 @@ class HostBoard:
                                before_sleep=self._before_sleep)
         self.rtc_model.on_write = self.save_state  # battery-backed: survives a power cut
         self.save_state()
+        self.frontend.start_i2s()   # MCLK first: the codecs run on it
         self._open_codecs()
+        self.frontend.output(True)  # the speaker is open: amplifier on
         self._ticker = None
 
     def _open_codecs(self):

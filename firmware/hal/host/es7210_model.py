@@ -16,13 +16,36 @@ _RESET = {0x00: 0x32, 0x01: 0x7F, 0x02: 0x02, 0x03: 0x04, 0x04: 0x01, 0x05: 0x00
           0x4A: 0xFF, 0x4B: 0xFF, 0x4C: 0xFF}
 
 
+SLOT_MIC = (0, 2, 1, 3)   # TDM slot -> physical mic index (MIC1 = 0)
+_PGA_DB = (0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 34.5, 36, 37.5, 37.5)
+
+
 class ES7210Model(RegModel):
     NAME = "es7210"
     RESET = _RESET
 
+    def gain_db(self, mic):
+        """The PGA gain of physical mic `mic` (0..3), in dB."""
+        return _PGA_DB[self.regs[0x43 + mic] & 0x0F]
+
+    def slot_level(self, slot, input_dbfs):
+        """(level in dBFS the slot carries, clipped) for a signal of
+        input_dbfs at the mic's input (relative to the ADC's full scale)."""
+        out = input_dbfs + self.gain_db(SLOT_MIC[slot])
+        return (min(out, 0.0), out > 0)
+
+    def slot_fault(self, slot, tdm=True):
+        """mic_fault() for what TDM slot `slot` carries."""
+        return self.mic_fault(SLOT_MIC[slot] if tdm else slot, tdm)
+
     def mic_fault(self, mic=0, tdm=True):
         """None when microphone `mic` (0..3) reaches I2S, else why not."""
         r = self.regs
+        if self.clock is not None and not self.clock():
+            return "no MCLK (I2S not running)"
+        if self.refused:
+            return "%d register writes refused while MCLK was off (first REG%02X)" % (
+                len(self.refused), self.refused[0][0])
         if r[0x00] != 0x41:
             return "not started (REG00=0x%02x)" % r[0x00]
         if r[0x08] & 0x01:

@@ -19,8 +19,21 @@ _RESET = {0x00: 0x1F, 0x01: 0x00, 0x02: 0x00, 0x03: 0x10, 0x04: 0x10, 0x05: 0x00
           0x1B: 0x0C, 0x1C: 0x4C, 0x31: 0x00, 0x32: 0x00, 0x37: 0x08, 0x44: 0x00,
           0x45: 0x00, 0xFD: 0x83, 0xFE: 0x11, 0xFF: 0x00}
 _READ_ONLY = (0xFD, 0xFE, 0xFF)
-# DAC OSR at 256 fs by rate class (esp_codec_dev's coefficient table)
-_DAC_OSR = {8000: 0x20, 16000: 0x20, 24000: 0x10, 32000: 0x10, 44100: 0x10, 48000: 0x10}
+# esp_codec_dev's clock coefficient rows (device/es8311/es8311.c,
+# coeff_div[]) for MCLK = 256 fs, keyed by (MCLK Hz, rate): pre_div,
+# pre_multi, adc_div, dac_div, fs_mode, lrck_h, lrck_l, bclk_div, adc_osr,
+# dac_osr. At 256 fs every row divides by 1 and multiplies by 1; only the
+# oversampling changes with the rate.
+_ROWS = {(2048000, 8000): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x20),
+         (2822400, 11025): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x20),
+         (3072000, 12000): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x20),
+         (4096000, 16000): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x20),
+         (5644800, 22050): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x10),
+         (6144000, 24000): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x10),
+         (8192000, 32000): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x10),
+         (11289600, 44100): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x10),
+         (12288000, 48000): (1, 1, 1, 1, 0, 0x00, 0xFF, 4, 0x10, 0x10)}
+_MULTI_CODE = {1: 0, 2: 1, 4: 2, 8: 3}   # REG02 bits 4:3, as es8311.c encodes pre_multi
 
 
 class ES8311Model(RegModel):
@@ -32,6 +45,14 @@ class ES8311Model(RegModel):
         if reg not in _READ_ONLY:
             self.regs[reg] = value
 
+    def _clocked(self):
+        if self.clock is not None and not self.clock():
+            return "no MCLK (I2S not running)"
+        if self.refused:
+            return "%d register writes refused while MCLK was off (first REG%02X)" % (
+                len(self.refused), self.refused[0][0])
+        return None
+
     def _common(self, rate):
         r = self.regs
         if not r[0x00] & 0x80:
@@ -42,22 +63,34 @@ class ES8311Model(RegModel):
             return "clocks off or not from MCLK (REG01=0x%02x)" % r[0x01]
         if r[0x0D] & 0xFC:
             return "analog powered down (REG0D=0x%02x)" % r[0x0D]
-        multi = 1 if rate == 8000 else 0
-        want = ((0x02, 0xF8, multi << 3), (0x03, 0x7F, 0x10), (0x05, 0xFF, 0x00),
-                (0x06, 0x1F, 0x03), (0x07, 0x3F, 0x00), (0x08, 0xFF, 0xFF))
+        return self._dividers(rate)
+
+    def _dividers(self, rate):
+        """The clock registers against esp_codec_dev's row for the MCLK
+        that runs and the rate: a wrong pre-divider, multiplier or
+        oversampling makes the chip run at another rate (noise, not sound)."""
+        r = self.regs
+        mclk = self.clock() if self.clock is not None else 256 * rate
+        row = _ROWS.get((mclk, rate))
+        if row is None:
+            return "no clock divider row for MCLK %d Hz at %d Hz" % (mclk, rate)
+        pre_div, multi, adc_div, dac_div, fs_mode, lrck_h, lrck_l, bclk_div, adc_osr, dac_osr = row
+        want = ((0x02, 0xF8, ((pre_div - 1) << 5) | (_MULTI_CODE[multi] << 3)),
+                (0x05, 0xFF, ((adc_div - 1) << 4) | (dac_div - 1)),
+                (0x03, 0x7F, (fs_mode << 6) | adc_osr), (0x04, 0x7F, dac_osr),
+                (0x06, 0x1F, bclk_div - 1), (0x07, 0x3F, lrck_h), (0x08, 0xFF, lrck_l))
         for reg, mask, value in want:
             if r[reg] & mask != value:
-                return "clock dividers not set for %d Hz at 256 fs (REG%02X=0x%02x)" % (rate, reg, r[reg])
+                return "clock dividers not esp_codec_dev's row for MCLK %d Hz at %d Hz (REG%02X=0x%02x)" % (
+                    mclk, rate, reg, r[reg])
         return None
 
     def dac_fault(self, rate):
         """None when the DAC path plays at `rate`, else why it is silent."""
         r = self.regs
-        why = self._common(rate)
+        why = self._clocked() or self._common(rate)
         if why:
             return why
-        if r[0x04] & 0x7F != _DAC_OSR.get(rate, 0x10):
-            return "DAC oversampling not set for %d Hz (REG04=0x%02x)" % (rate, r[0x04])
         if r[0x12] & 0x02:
             return "DAC powered down (REG12=0x%02x)" % r[0x12]
         if r[0x09] & 0x40:
@@ -72,7 +105,7 @@ class ES8311Model(RegModel):
 
     def adc_fault(self, rate):
         r = self.regs
-        why = self._common(rate)
+        why = self._clocked() or self._common(rate)
         if why:
             return why
         if r[0x0E] & 0xFD:

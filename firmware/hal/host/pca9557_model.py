@@ -8,11 +8,25 @@ from hal.host.reg_model import RegModel
 class PCA9557Model(RegModel):
     NAME = "pca9557"
     RESET = {0: 0x00, 1: 0x00, 2: 0xF0, 3: 0xFF}
+    amp = None   # (pin, active level, clock) of the amplifier it enables
 
     def store(self, reg, value):
         if reg != 0:
             self.regs[reg] = value
         self.regs[0] = self.regs[1] & ~self.regs[3] & 0xFF  # inputs float to 0 here
+        if self.amp is not None:
+            pin, active, clock = self.amp
+            if self.level(pin) == active and not clock():
+                self.unclocked_on.append(self.writes)
+
+    def watch_amp(self, pin, active, clock):
+        """Record (in unclocked_on) each write that leaves the amplifier
+        on while `clock()` says no I2S clock runs. The rule is stock's order
+        (lichuang_dev_board.cc switches the amplifier in EnableOutput, after
+        the output path opens), not a datasheet's: the pop and the current
+        it would cost are not modelled."""
+        self.amp = (pin, active, clock)
+        self.unclocked_on = []
 
     def level(self, pin):
         """The pin's level when it is an output, else None (high impedance)."""

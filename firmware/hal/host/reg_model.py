@@ -3,6 +3,14 @@
 # writes to registers the model does not know (a driver bug shows up in a
 # test instead of being absorbed). The DS3231 model (ds3231_model.py) is
 # the older, self-contained pattern; this base serves the audio chips.
+#
+# A codec model is given `clock` (a function returning MCLK in Hz, 0 while
+# it is off). Writes that arrive while MCLK is off are refused (kept in
+# `refused`, not stored): stock xiaozhi-esp32 (box_audio_codec.cc) makes
+# and enables the I2S channels, MCLK included, before any codec register
+# is written, and some codecs reset their logic when MCLK stops. This rule
+# is that order made strict, not a datasheet statement: neither codec's
+# datasheet was at hand (docs/hardware.md).
 class RegModel:
     NAME = "chip"
     RESET = {}      # register -> value after power-on
@@ -11,6 +19,8 @@ class RegModel:
     def __init__(self):
         self.regs = bytearray(256)
         self.unknown = []   # (register, value) written outside KNOWN
+        self.refused = []   # (register, value) written while MCLK was off
+        self.clock = None   # MCLK in Hz, for a chip that needs it
         self.writes = 0
         self._ptr = 0
         self.power_on()
@@ -28,8 +38,11 @@ class RegModel:
         if not data:
             return
         self._ptr = data[0]
+        unclocked = self.clock is not None and not self.clock()
         for b in data[1:]:
-            if self._known(self._ptr):
+            if unclocked:
+                self.refused.append((self._ptr, b))
+            elif self._known(self._ptr):
                 self.store(self._ptr, b)
             else:
                 self.unknown.append((self._ptr, b))

@@ -5,8 +5,14 @@
 # set_volume(0..100), mute(on), set_mic_gain(db), power_down().
 #
 #   fe = Frontend(i2c, profile, "I2C0", make_pin)   # make_pin(gpio) -> .value(v)
-#   fe.open()              # at boot: a chip that does not answer raises CodecError
+#   fe.open()              # at boot, once I2S runs (MCLK): a chip that does
+#                          # not answer raises CodecError
+#   fe.output(True)        # the speaker path is open: amplifier on
 #   fe.set_volume(70); fe.power_down()   # before standby
+#
+# Order, as stock xiaozhi-esp32 (box_audio_codec.cc, lichuang_dev_board.cc):
+# I2S channels (MCLK) first, then the codec registers, the amplifier last,
+# when the output opens, and first off.
 #
 # Boards without a codec (I2S mic + I2S amplifier) have only the amplifier
 # switch, if any. docs/hardware.md says which register sequences were
@@ -20,13 +26,16 @@ class Frontend:
         self._rate = profile["audio"]["rate"]
         self._mic_rate = profile["audio"]["mic_rate"]
         self._gain = None
+        audio = profile["audio"]
         for cd in profile["codecs"]:
             if cd["chip"] == "es8311":
                 from codec.es8311 import ES8311
                 chip = ES8311(i2c, cd["addr"], bus, cd["role"])
             else:
-                from codec.es7210 import ES7210
-                chip = ES7210(i2c, cd["addr"], bus, cd["mics"])
+                from codec.es7210 import ES7210, SLOT_MIC
+                ref = audio.get("ref_slot", -1) if audio["mode"] == "tdm" else -1
+                chip = ES7210(i2c, cd["addr"], bus, cd["mics"],
+                              SLOT_MIC[ref] if ref >= 0 else None, cd.get("ref_gain_db", 0))
             if cd["role"] in ("dac", "both"):
                 self.dac = chip
             if cd["role"] in ("adc", "both"):
@@ -35,7 +44,8 @@ class Frontend:
         amp = profile.get("amp")
         if amp and amp["kind"] == "pca9557":
             from codec.pca9557 import PCA9557Switch
-            self.amp = PCA9557Switch(i2c, amp["addr"], bus, amp["pin"], amp["active"])
+            self.amp = PCA9557Switch(i2c, amp["addr"], bus, amp["pin"], amp["active"],
+                                     amp.get("hold", ()))
         elif amp:
             self.amp = GpioSwitch(make_pin(amp["pin"]), amp["active"])
 
@@ -53,8 +63,9 @@ class Frontend:
         return out
 
     def open(self):
-        """Bring the front end up: every chip found, set to the profile's
-        rates, its paths enabled, the amplifier on."""
+        """Bring the front end up (I2S must already run: the codecs are
+        clocked from its MCLK): every chip found, set to the profile's
+        rates, its paths enabled; the amplifier stays off until output()."""
         if self.amp is not None:
             self.amp.open()
         for c in self._chips():
@@ -67,8 +78,12 @@ class Frontend:
             self.adc.set_mic_gain(self._gain)
         for c in self._chips():
             c.enable(True)
+
+    def output(self, on):
+        """The speaker path opens (on) or closes: the amplifier follows, so
+        it never amplifies an unclocked DAC's start-up pop."""
         if self.amp is not None:
-            self.amp.enable(True)
+            self.amp.enable(on)
 
     def set_volume(self, volume):
         if self.dac is not None:

@@ -20,6 +20,10 @@ _MIC34_POWER = const(0x4C)
 _OPEN = bytes((0x00, 0xFF, 0x00, 0x41, 0x01, 0x3F, 0x09, 0x30, 0x0A, 0x30, 0x23, 0x2A,
                0x22, 0x0A, 0x20, 0x0A, 0x21, 0x2A))
 _OPEN_ANALOG = bytes((0x40, 0x43, 0x41, 0x70, 0x42, 0x70, 0x07, 0x20, 0x02, 0xC1))
+# In TDM the chip sends MIC1, MIC3, MIC2, MIC4 in slots 0..3 (xiaozhi-esp32
+# box_audio_codec.cc sets its reference gain by physical mic for this).
+SLOT_MIC = (0, 2, 1, 3)
+
 _STOP = bytes((0x47, 0xFF, 0x48, 0xFF, 0x49, 0xFF, 0x4A, 0xFF, 0x4B, 0xFF, 0x4C, 0xFF,
                0x40, 0xC0, 0x01, 0x7F, 0x06, 0x07))
 
@@ -35,12 +39,20 @@ def gain_code(db):
 class ES7210(Chip):
     NAME = "es7210"
 
-    def __init__(self, i2c, addr, bus, mics=4):
+    # ref_mic: the physical mic (0..3) that carries the speaker loopback,
+    # the echo reference, or None. It keeps its own gain (ref_db, 0 dB as
+    # stock): the mics' 28-30 dB would drive the loud loopback into clipping.
+    def __init__(self, i2c, addr, bus, mics=4, ref_mic=None, ref_db=0):
         Chip.__init__(self, i2c, addr, bus)
         self.mics = mics
         self.gain = gain_code(30)
+        self.ref_mic = ref_mic
+        self.ref_gain = gain_code(ref_db)
         self._clock_off = 0x3F
         self.enabled = False
+
+    def _code(self, mic):
+        return self.ref_gain if mic == self.ref_mic else self.gain
 
     def open(self):
         self.seq(_OPEN)
@@ -58,7 +70,7 @@ class ES7210(Chip):
         for i in range(self.mics):
             self.update(_CLOCK_OFF, 0x0B if i < 2 else 0x15, 0)
             self.w(_MIC12_POWER if i < 2 else _MIC34_POWER, 0x00)
-            self.update(_MIC1_GAIN + i, 0x1F, 0x10 | self.gain)
+            self.update(_MIC1_GAIN + i, 0x1F, 0x10 | self._code(i))
         self.w(_SDP2, 0x02 if self.mics >= 3 else 0x00)  # TDM from 3 mics up
 
     def set_rate(self, rate):
@@ -95,6 +107,7 @@ class ES7210(Chip):
         self.update(0x15, 0x03, m)
 
     def set_mic_gain(self, db):
+        """The microphones' gain; the echo reference keeps its own."""
         self.gain = gain_code(db)
         for i in range(self.mics):
-            self.update(_MIC1_GAIN + i, 0x0F, self.gain)
+            self.update(_MIC1_GAIN + i, 0x0F, self._code(i))

@@ -37,10 +37,11 @@ _OPEN_TAIL = bytes((0x13, 0x10, 0x1B, 0x0A, 0x1C, 0x6A, 0x44, 0x58))
 _SUSPEND = bytes((0x32, 0x00, 0x17, 0x00, 0x0E, 0xFF, 0x12, 0x02, 0x14, 0x00, 0x0D, 0xFA,
                   0x15, 0x00, 0x02, 0x10, 0x00, 0x00, 0x00, 0x1F, 0x01, 0x30, 0x01, 0x00,
                   0x45, 0x00, 0x0D, 0xFC, 0x02, 0x00))
-# esp_codec_dev's clock coefficients at MCLK = 256 fs (pre_div 1, adc_div
-# and dac_div 1, single speed, LRCK divider 0x0FF, BCLK divider 4, ADC OSR
-# 0x10): only the pre-multiplier and the DAC OSR change with the rate.
-_RATES = {8000: (1, 0x20), 11025: (0, 0x20), 12000: (0, 0x20), 16000: (0, 0x20),
+# esp_codec_dev's clock coefficients at MCLK = 256 fs (es8311.c coeff_div,
+# the rows 2.048 MHz/8 kHz .. 12.288 MHz/48 kHz: pre_div 1, pre_multi x1
+# (REG02 code 0), adc_div and dac_div 1, single speed, LRCK divider 0x0FF,
+# BCLK divider 4, ADC OSR 0x10): only the DAC OSR changes with the rate.
+_RATES = {8000: (0, 0x20), 11025: (0, 0x20), 12000: (0, 0x20), 16000: (0, 0x20),
           22050: (0, 0x10), 24000: (0, 0x10), 32000: (0, 0x10), 44100: (0, 0x10),
           48000: (0, 0x10)}
 

@@ -88,3 +88,21 @@ def test_board_voice_calls_only_what_the_binding_defines():
     used |= set(re.findall(r"self\._sp\.(\w+)\(", voice))
     assert {"Speech", "running", "start", "set_commands", "event", "pause", "aec", "models"} <= used
     assert sorted(u for u in used if u not in qstrs) == []
+
+
+def test_host_i2s_model_uses_the_engine_s_wire_format():
+    """The host I2S model (hal/host/i2s_model.py) judges the mic path by the
+    BCLK per frame each direction clocks; its figures must be the ones the
+    board's engine configures, read from xz_i2s.h and used by xz_i2s.c."""
+    from simkit import use_host_hal
+    use_host_hal()
+    from hal.host.i2s_model import WIRE
+    header = (XZ / "esp32" / "xz_i2s.h").read_text()
+    wire = {k: int(v) for k, v in re.findall(r"#define XZ_I2S_(\w+_BITS) (\d+)", header)}
+    assert wire == {"TX_DATA_BITS": WIRE["tx_data_bits"], "TX_SLOT_BITS": WIRE["tx_slot_bits"],
+                    "RX_SLOT_BITS": WIRE["rx_slot_bits"]}
+    src = (XZ / "esp32" / "xz_i2s.c").read_text()
+    shared = src[src.index("static i2s_std_config_t shared_std_config"):src.index("/* Speaker on I2S0")]
+    assert "slot_bit_width = (i2s_slot_bit_width_t)XZ_I2S_TX_SLOT_BITS" in shared
+    assert "std_config(p->rate, (i2s_data_bit_width_t)XZ_I2S_TX_DATA_BITS" in shared
+    assert "(i2s_data_bit_width_t)XZ_I2S_RX_SLOT_BITS" in src

@@ -62,7 +62,11 @@ def fake_modules(monkeypatch, bus, calls, models=None):
     network.STA_IF = 0
     network.WLAN = lambda i: types.SimpleNamespace(disconnect=lambda: None, active=lambda *a: None)
     xzaudio = types.ModuleType("xzaudio")
-    xzaudio.start = lambda **kw: calls.append(("xzaudio.start", kw))
+    def start(**kw):   # the engine's I2S: MCLK reaches the codec models from here on
+        calls.append(("xzaudio.start", kw))
+        if models is not None:
+            models.start_i2s(kw["rate"])
+    xzaudio.start = start
     for name, mod in (("machine", machine), ("esp32", esp32), ("network", network), ("xzaudio", xzaudio)):
         monkeypatch.setitem(sys.modules, name, mod)
     import audio
@@ -100,21 +104,28 @@ def test_esp32_board_from_each_profile(name, monkeypatch):
     fake_modules(monkeypatch, bus, calls, models)
     from hal.esp32.board import Esp32Board
     b = Esp32Board(profile=p, mount_sd=True)
-    assert ("i2c", 0, p["i2c"]["scl"], p["i2c"]["sda"], 400000) in calls
+    # esp_codec_dev drives its codecs at 100 kHz (audio_codec_ctrl_i2c.c)
+    freq = 100000 if p["codecs"] else 400000
+    assert ("i2c", 0, p["i2c"]["scl"], p["i2c"]["sda"], freq) in calls
     buttons = {g for g in p["buttons"].values() if g is not None}
     assert buttons <= {g for g, mode in Pin.claimed if mode == Pin.IN}
     wired = buttons | set(p["i2c"].values()) | set((p["sd"] or {}).values()) | {p["rtc_int"]}
     if p["amp"] and p["amp"]["kind"] == "gpio":
         wired.add(p["amp"]["pin"])
     assert {g for g, _ in Pin.claimed} <= wired   # no pin outside the profile is touched
-    if p["codecs"]:   # set up at boot; the volume comes with the speaker
+    from hal import profile as profiles
+    starts = [c[1] for c in calls if c[0] == "xzaudio.start"]
+    if p["codecs"]:   # set up at boot, on the engine's MCLK; the volume comes with the speaker
+        assert starts == [profiles.engine_args(p)]   # before the first codec register
+        assert [m.refused for m in models.models.values()] == [[]] * len(models.models)
         assert models.speaker_fault() == "es8311: DAC volume at its floor (REG32=0x00)"
-    # the first audio object starts the engine with the profile's wiring, once
+        assert not models.amp_on()   # the output path is not open yet
+    # the first audio object starts the engine (if not yet) with the profile's wiring, once
     b.speaker, b.mic
     starts = [c[1] for c in calls if c[0] == "xzaudio.start"]
-    from hal import profile as profiles
     assert starts == [profiles.engine_args(p)]
     assert models.speaker_fault() is None and models.mic_fault() is None
+    assert models.amp_unclocked() == 0
     b.speaker.set_volume(40)
     if p["codecs"]:   # the codec sets the volume, the engine plays at full scale
         assert models.dac.regs[0x32] == 98 + 40 and calls[-1] == ("engine volume", 100)

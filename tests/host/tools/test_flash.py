@@ -66,7 +66,7 @@ def test_dry_run_prints_the_exact_build_esptool_and_mpremote_commands(tmp_path):
            ROOT / "firmware/manifest.py"),
         # esp-sr's own packer makes the speech models image from the build's sdkconfig
         "%s $ESP_SR/model/movemodel.py -d1 %s -d2 $ESP_SR -d3 %s" % (PY, IMAGE.parent / "sdkconfig", IMAGE.parent),
-        "%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 write-flash 0x0 %s 0x310000 %s"
+        "%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 write-flash 0x0 %s 0x800000 %s"
         % (PY, IMAGE, IMAGE.parent / "srmodels" / "srmodels.bin"),
     ] + shlex.join([PY, "-m", "mpremote", "connect", "/dev/ttyUSB0", "exec", remove]).splitlines() + [
         # firmware/assets (the protocol's schema table, the command words) goes to /assets
@@ -147,7 +147,7 @@ def test_make_flash_dry_run_per_board_freezes_its_profile_and_writes_the_models(
     cmds = commands(out.stdout)
     assert "%s %s/model/movemodel.py -d1 %s -d2 %s -d3 %s" % (
         PY, tmp_path / "sr", IMAGE.parent / "sdkconfig", tmp_path / "sr", IMAGE.parent) in cmds
-    assert any(c.endswith("write-flash 0x0 %s 0x310000 %s" % (IMAGE, IMAGE.parent / "srmodels/srmodels.bin"))
+    assert any(c.endswith("write-flash 0x0 %s 0x800000 %s" % (IMAGE, IMAGE.parent / "srmodels/srmodels.bin"))
                for c in cmds)
     # what the build freezes is that board's profile, exactly
     profile = flash.board_profiles.load(board)
@@ -180,7 +180,7 @@ def test_model_image_goes_to_the_model_partition(tmp_path):
     offset, _ = flash.partition("model")
     assert esptool == ["%s -m esptool --chip esp32s3 --port /dev/ttyUSB0 --baud 460800 "
                        "write-flash 0x0 %s 0x%x %s" % (PY, IMAGE, offset, model)]
-    assert offset == 0x310000
+    assert offset == 0x800000
 
 
 def test_model_image_larger_than_its_partition_is_refused(tmp_path):

@@ -17,7 +17,9 @@
  *   DUPLEX   one controller, standard (Philips) TX and RX sharing MCLK
  *            (256 fs), BCLK and WS; 16-bit mono; one rate. An ES8311
  *            alone.
- *   TDM      one controller: TX standard Philips, RX TDM (16-bit slots,
+ *   TDM      one controller: TX standard Philips (16-bit data in 32-bit
+ *            slots, so its frame is the RX frame's 64 BCLK: RX is TX's
+ *            slave, xz_i2s.h), RX TDM (16-bit slots,
  *            tdm_slots of them) on the same MCLK/BCLK/WS; the mic is slot
  *            mic_slot, the playback reference (for echo cancellation)
  *            slot ref_slot, or none (-1). ES8311 + ES7210, as
@@ -42,8 +44,12 @@ typedef struct {
     int tdm_slots, mic_slot, ref_slot; /* TDM: slots per frame, mic, reference (-1: none) */
 } xz_pins_t;
 
-/* Board wiring, unverified for the Sening board: these are xiaozhi-esp32's
- * Lichuang ESP32-S3 pins (docs/hardware.md says what else that board needs). */
+/* The wiring an audio object starts the engine with when xzaudio.start()
+ * was not called: the sening profile's pins (xiaozhi-esp32's Lichuang
+ * ESP32-S3), but DUPLEX with no reference slot, the mono mic the unix
+ * port's tests feed. The board never runs on it: hal/esp32/board.py starts
+ * the engine at boot with the profile's whole wiring (TDM, reference slot
+ * 1 for sening), before the codecs (docs/hardware.md). */
 #define XZ_PINS_DEFAULT {.mode = 0, .rate = 24000, .mic_rate = 0, .mclk = 38, .bclk = 14, .ws = 13, \
                          .dout = 45, .din = 12, .mic_bclk = -1, .mic_ws = -1, .tdm_slots = 4, \
                          .mic_slot = 0, .ref_slot = -1}

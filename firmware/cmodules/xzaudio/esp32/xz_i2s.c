@@ -49,7 +49,7 @@ static i2s_tdm_config_t tdm_config(const xz_pins_t *p, uint32_t rate) {
         .clk_cfg = I2S_TDM_CLK_DEFAULT_CONFIG(rate),
         /* Every slot active and delivered, 16 bits each, Philips timing:
          * the ES7210's TDM output as xiaozhi-esp32's BoxAudioCodec reads it. */
-        .slot_cfg = I2S_TDM_PHILIPS_SLOT_DEFAULT_CONFIG(I2S_DATA_BIT_WIDTH_16BIT, I2S_SLOT_MODE_STEREO,
+        .slot_cfg = I2S_TDM_PHILIPS_SLOT_DEFAULT_CONFIG((i2s_data_bit_width_t)XZ_I2S_RX_SLOT_BITS, I2S_SLOT_MODE_STEREO,
                                                         (i2s_tdm_slot_mask_t)((1u << p->tdm_slots) - 1u)),
         .gpio_cfg = {
             .mclk = p->mclk,
@@ -73,11 +73,19 @@ static i2s_chan_config_t chan_config(i2s_port_t port, uint32_t rate) {
     return cc;
 }
 
-/* One controller, TX and RX from one call (full duplex), sharing the clocks. */
+/* One controller, TX and RX from one call (full duplex), sharing the
+ * clocks: TX is the master, so its frame sets the BCLK count per WS
+ * period (xz_i2s.h). 16-bit samples in 32-bit slots, WS half the frame. */
+static i2s_std_config_t shared_std_config(const xz_pins_t *p, int din) {
+    i2s_std_config_t c = std_config(p->rate, (i2s_data_bit_width_t)XZ_I2S_TX_DATA_BITS, p->mclk, p->bclk, p->ws, p->dout, din);
+    c.slot_cfg.slot_bit_width = (i2s_slot_bit_width_t)XZ_I2S_TX_SLOT_BITS;
+    c.slot_cfg.ws_width = XZ_I2S_TX_SLOT_BITS;
+    return c;
+}
+
 static esp_err_t open_shared(const xz_pins_t *p) {
     i2s_chan_config_t cc = chan_config(I2S_NUM_0, p->rate);
-    i2s_std_config_t tx = std_config(p->rate, I2S_DATA_BIT_WIDTH_16BIT, p->mclk, p->bclk, p->ws, p->dout,
-                                     p->mode == XZ_MODE_DUPLEX ? p->din : I2S_GPIO_UNUSED);
+    i2s_std_config_t tx = shared_std_config(p, p->mode == XZ_MODE_DUPLEX ? p->din : I2S_GPIO_UNUSED);
     esp_err_t err = i2s_new_channel(&cc, &S.tx, &S.rx);
     if (err == ESP_OK) err = i2s_channel_init_std_mode(S.tx, &tx);
     if (err == ESP_OK) {

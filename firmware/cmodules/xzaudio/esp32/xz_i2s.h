@@ -12,6 +12,17 @@
 
 #define XZ_I2S_BLOCK_MS 10 /* one DMA frame: the codec task's tick */
 
+/* The wire format on the shared controller (DUPLEX, TDM). ESP-IDF makes
+ * RX a slave of TX's BCLK and WS there (i2s_std.c / i2s_tdm.c, "Force to
+ * set rx as slave"), so both directions must count the same BCLKs per
+ * frame: the ES7210's 4 x 16-bit TDM frame is 64 BCLK, so TX carries its
+ * 16-bit samples in 32-bit slots (2 x 32 = 64), as esp_codec_dev widens
+ * the playback side next to a 4-channel input (audio_codec_data_i2s.c).
+ * hal/host/i2s_model.py reads these three (a host test compares). */
+#define XZ_I2S_TX_DATA_BITS 16
+#define XZ_I2S_TX_SLOT_BITS 32
+#define XZ_I2S_RX_SLOT_BITS 16
+
 int xz_i2s_open(const xz_pins_t *pins);
 void xz_i2s_close(void);
 /* Up to `frames` mic frames at the mic rate: the mic into mic[], and the
