@@ -1,0 +1,150 @@
+"""Where a list of words is found in a text, after normalize.fold().
+
+A term is matched the way its language needs:
+    English   word by word on stems (snowball's English stemmer): ghost
+              finds ghosts, ghostly, ghosting; a term of several words
+              finds them in a row; -er/-ers too (killer).
+    Chinese   as characters anywhere, after the everyday compounds that
+              contain a topic are masked (terms.json's `compounds`: 机灵鬼
+              is not 鬼, 打架子鼓 is not 打架): a word list, not a segmenter
+              (jieba's dictionary would cost each worker ~50 MB).
+              A term of two syllables or more is also found in pinyin
+              typed in Latin letters (da jia, dajia).
+    sounds    `insults_pinyin` are matched on the text's pinyin, so the
+              same insult written with other characters (草泥马) is found.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+
+from .normalize import fold
+
+MASK = "\u25a1"          # □: a masked compound breaks a match without joining its neighbours
+_SUFFIXES = ("er", "ers")
+
+
+@functools.cache
+def terms() -> dict:
+    """The built-in data (terms.json), read once per process."""
+    return json.loads(importlib.resources.files(__package__).joinpath("terms.json").read_text("utf-8"))
+
+
+@functools.cache
+def _stemmer():
+    import snowballstemmer
+    return snowballstemmer.stemmer("english")
+
+
+def stem(word: str) -> str:
+    word = terms()["irregular"].get(word, word)
+    return _stemmer().stemWord(word)
+
+
+def pinyin(text: str) -> list[str]:
+    """The syllables of the Han characters in text (no tones), other words as they are."""
+    from pypinyin import lazy_pinyin
+    return re.findall(r"[a-z]+", " ".join(lazy_pinyin(text)).lower())
+
+
+def has_han(text: str) -> bool:
+    return any("\u3400" <= ch <= "\u9fff" for ch in text)
+
+
+@functools.cache
+def _compounds() -> re.Pattern:
+    words = sorted((fold(w) for w in terms()["compounds"]), key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+class Folded:
+    """One text, folded once and read by every matcher."""
+
+    def __init__(self, text: str) -> None:
+        self.text = fold(text)
+        self.han = _compounds().sub(lambda m: MASK * len(m.group()), self.text)
+        self.words = re.findall(r"[a-z]+", self.text)
+        self.stems = [stem(w) for w in self.words]
+        self.latin = " ".join(self.words)
+        self._sound: str | None = None
+
+    @property
+    def sound(self) -> str:
+        """The whole text as pinyin syllables and Latin words, one space between."""
+        if self._sound is None:
+            self._sound = " ".join(pinyin(self.text))
+        return self._sound
+
+
+def _sound_pattern(syllables: list[str]) -> str:
+    return r"(?<![a-z])%s(?![a-z])" % r" ?".join(re.escape(s) for s in syllables)
+
+
+class Matcher:
+    """A list of (label, term): find() answers the label of the first term found."""
+
+    def __init__(self, entries: list[tuple[str, str]], by_sound: list[tuple[str, str]] = ()) -> None:
+        self.english: list[tuple[str, tuple[str, ...], str]] = []
+        self.chinese: list[tuple[str, str]] = []
+        sounds: list[tuple[str, str]] = []
+        for label, term in entries:
+            t = fold(term).strip()
+            if not t:
+                continue
+            if has_han(t):
+                self.chinese.append((label, t))
+                syl = pinyin(t)
+                if len(syl) >= 2:
+                    sounds.append((label, _sound_pattern(syl)))
+            else:
+                words = re.findall(r"[a-z0-9]+", t)
+                if words:
+                    self.english.append((label, tuple(stem(w) for w in words), words[-1]))
+        self._latin = re.compile("|".join("(%s)" % p for _, p in sounds)) if sounds else None
+        self._latin_labels = [label for label, _ in sounds]
+        self._sound = (re.compile("|".join("(%s)" % _sound_pattern(s.split()) for _, s in by_sound))
+                       if by_sound else None)
+        self._sound_labels = [label for label, _ in by_sound]
+
+    def find(self, f: Folded) -> str | None:
+        for label, t in self.chinese:
+            if t in f.han:
+                return label
+        for label, stems, last in self.english:
+            n = len(stems)
+            for i in range(len(f.stems) - n + 1):
+                if tuple(f.stems[i:i + n]) == stems or (
+                        tuple(f.stems[i:i + n - 1]) == stems[:-1] and
+                        any(f.words[i + n - 1] == last + s for s in _SUFFIXES)):
+                    return label
+        if self._latin is not None:
+            m = self._latin.search(f.latin)
+            if m:
+                return self._latin_labels[m.lastindex - 1]
+        if self._sound is not None:
+            m = self._sound.search(f.sound)
+            if m:
+                return self._sound_labels[m.lastindex - 1]
+        return None
+
+
+def expansions(topic: str) -> list[str]:
+    """The built-in synonyms of a parent's topic (its folded form, or its stem)."""
+    syn = terms()["synonyms"]
+    key = fold(topic).strip()
+    if key in syn:
+        return list(syn[key])
+    st = " ".join(stem(w) for w in re.findall(r"[a-z]+", key))
+    for k, v in syn.items():
+        if not has_han(k) and " ".join(stem(w) for w in k.split()) == st:
+            return list(v)
+    return []
+
+
+@functools.cache
+def insults() -> Matcher:
+    """The insults always blocked besides the lexicon: words and sounds."""
+    t = terms()
+    return Matcher([(w, w) for w in t["insults"]], [(s, s) for s in t["insults_pinyin"]])
