@@ -3,7 +3,8 @@
 A term is matched the way its language needs:
     English   word by word on stems (snowball's English stemmer): ghost
               finds ghosts, ghostly, ghosting; a term of several words
-              finds them in a row; -er/-ers too (killer).
+              finds them in a row; -er/-ers too (killer); letters spelled
+              one by one are looked inside (a g h o s t).
     Chinese   as characters anywhere, after the everyday compounds that
               contain a topic are masked (terms.json's `compounds`: 机灵鬼
               is not 鬼, 打架子鼓 is not 打架): a word list, not a segmenter
@@ -20,7 +21,7 @@ import importlib.resources
 import json
 import re
 
-from .normalize import fold
+from .normalize import fold, fold_spelled
 
 MASK = "\u25a1"          # □: a masked compound breaks a match without joining its neighbours
 _SUFFIXES = ("er", "ers")
@@ -63,7 +64,7 @@ class Folded:
     """One text, folded once and read by every matcher."""
 
     def __init__(self, text: str) -> None:
-        self.text = fold(text)
+        self.text, self.spelled = fold_spelled(text)
         self.han = _compounds().sub(lambda m: MASK * len(m.group()), self.text)
         self.words = re.findall(r"[a-z]+", self.text)
         self.stems = [stem(w) for w in self.words]
@@ -119,6 +120,8 @@ class Matcher:
                         tuple(f.stems[i:i + n - 1]) == stems[:-1] and
                         any(f.words[i + n - 1] == last + s for s in _SUFFIXES)):
                     return label
+            if f.spelled and any("".join(stems) in run or last in run for run in f.spelled):
+                return label
         if self._latin is not None:
             m = self._latin.search(f.latin)
             if m:

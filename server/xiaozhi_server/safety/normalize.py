@@ -73,11 +73,18 @@ def _no_format(text: str) -> str:
 
 def fold(text: str) -> str:
     """The text in the one spelling matches are made against."""
+    return fold_spelled(text)[0]
+
+
+def fold_spelled(text: str) -> tuple[str, list[str]]:
+    """(fold(text), the letters spelled out one by one in it, each run joined:
+    "a g h o s t" -> ["aghost"], for a matcher to look inside)."""
     trad, glyphs = fold_tables()
     text = unicodedata.normalize("NFKC", _no_format(text)).casefold()
     # Han characters are not folded as homoglyphs (一 is not a dash): only the rest.
     text = "".join(trad.get(ord(ch), ch) if "\u3400" <= ch <= "\ufaff" else glyphs.get(ord(ch), ch)
                    for ch in text)
     text = _LEET_WORD.sub(lambda m: m.group().translate(LEET) if not m.group().isalpha() else m.group(), text)
+    runs = [re.sub(r"[^a-z]", "", m.group()) for m in _SPELLED.finditer(text)]
     text = _SPELLED.sub(lambda m: re.sub(r"[^a-z]", "", m.group()), text)
-    return _HAN_GAP.sub("", text)
+    return _HAN_GAP.sub("", text), runs
