@@ -173,8 +173,11 @@ class SafetyFilter:
         if not self.active():
             return text
         # With the sentence before: "You should kill." + " Yourself ..." and
-        # "喜欢打。" + "架是不对的" are found whole (fold() joins Han across a stop).
+        # "喜欢打。" + "架是不对的" are found whole (fold() joins Han across a
+        # stop); a Latin word cut by a stop ("a gh." + "ost") is joined too.
         topic = await self.find((self._last + " " + text) if self._last else text)
+        if topic is None and self._last:
+            topic = await self.find(self._last.rstrip(" .!?;,") + text.lstrip())
         self._last = text
         if topic is None:
             return text

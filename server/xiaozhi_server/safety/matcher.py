@@ -20,8 +20,9 @@ import functools
 import importlib.resources
 import json
 import re
+import unicodedata
 
-from .normalize import fold, fold_spelled
+from .normalize import fold, fold_spelled, package_file
 
 MASK = "\u25a1"          # □: a masked compound breaks a match without joining its neighbours
 _SUFFIXES = ("er", "ers")
@@ -44,10 +45,25 @@ def stem(word: str) -> str:
     return _stemmer().stemWord(word)
 
 
+@functools.cache
+def _syllables() -> dict[int, str]:
+    """Each Han character's first reading, without tone (pypinyin's character
+    table, read alone: the package with its phrase tables costs ~50 MB)."""
+    plain: dict[str, str] = {}       # each reading once: ~1 500 strings for ~42 000 characters
+
+    def toneless(reading):
+        if reading not in plain:
+            plain[reading] = "".join(c for c in unicodedata.normalize("NFD", reading)
+                                     if unicodedata.category(c) != "Mn")
+        return plain[reading]
+    found = re.finditer(r'"(\d+)": ?"([^",]+)', package_file("pypinyin", "pinyin_dict.json"))
+    return {int(m.group(1)): toneless(m.group(2)) for m in found}
+
+
 def pinyin(text: str) -> list[str]:
     """The syllables of the Han characters in text (no tones), other words as they are."""
-    from pypinyin import lazy_pinyin
-    return re.findall(r"[a-z]+", " ".join(lazy_pinyin(text)).lower())
+    table = _syllables()
+    return re.findall(r"[a-z]+", "".join(" %s " % table[ord(ch)] if ord(ch) in table else ch for ch in text))
 
 
 def has_han(text: str) -> bool:
@@ -60,6 +76,15 @@ def _compounds() -> re.Pattern:
     return re.compile("|".join(re.escape(w) for w in words))
 
 
+@functools.cache
+def _compounds_typed() -> re.Pattern | None:
+    """The compounds of three syllables or more as typed in pinyin (da jia hao is 大家好,
+    not 打架): shorter ones would hide a topic of the same sound (da jia)."""
+    sounds = [pinyin(w) for w in terms()["compounds"] if has_han(w)]
+    alts = [_sound_pattern(s) for s in sounds if len(s) >= 3]
+    return re.compile("|".join(alts)) if alts else None
+
+
 class Folded:
     """One text, folded once and read by every matcher."""
 
@@ -68,7 +93,10 @@ class Folded:
         self.han = _compounds().sub(lambda m: MASK * len(m.group()), self.text)
         self.words = re.findall(r"[a-z]+", self.text)
         self.stems = [stem(w) for w in self.words]
+        typed = _compounds_typed()
         self.latin = " ".join(self.words)
+        if typed is not None:
+            self.latin = typed.sub(MASK, self.latin)
         self._sound: str | None = None
 
     @property
