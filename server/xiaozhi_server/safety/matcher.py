@@ -36,7 +36,7 @@ def terms() -> dict:
 
 @functools.cache
 def _stemmer():
-    import snowballstemmer
+    import snowballstemmer  # type: ignore[import-untyped]
     return snowballstemmer.stemmer("english")
 
 
@@ -114,8 +114,8 @@ def _sound_pattern(syllables: list[str]) -> str:
 class Matcher:
     """A list of (label, term): find() answers the label of the first term found."""
 
-    def __init__(self, entries: list[tuple[str, str]], by_sound: list[tuple[str, str]] = ()) -> None:
-        self.english: list[tuple[str, tuple[str, ...], str]] = []
+    def __init__(self, entries: list[tuple[str, str]], by_sound: list[tuple[str, str]] | None = None) -> None:
+        self.english: list[tuple[str, tuple[str, ...], str, str]] = []
         self.chinese: list[tuple[str, str]] = []
         sounds: list[tuple[str, str]] = []
         for label, term in entries:
@@ -130,9 +130,10 @@ class Matcher:
             else:
                 words = re.findall(r"[a-z0-9]+", t)
                 if words:
-                    self.english.append((label, tuple(stem(w) for w in words), words[-1]))
+                    self.english.append((label, tuple(stem(w) for w in words), words[-1], "".join(words)))
         self._latin = re.compile("|".join("(%s)" % p for _, p in sounds)) if sounds else None
         self._latin_labels = [label for label, _ in sounds]
+        by_sound = by_sound or []
         self._sound = (re.compile("|".join("(%s)" % _sound_pattern(s.split()) for _, s in by_sound))
                        if by_sound else None)
         self._sound_labels = [label for label, _ in by_sound]
@@ -141,23 +142,23 @@ class Matcher:
         for label, t in self.chinese:
             if t in f.han:
                 return label
-        for label, stems, last in self.english:
+        for label, stems, last, letters in self.english:
             n = len(stems)
             for i in range(len(f.stems) - n + 1):
                 if tuple(f.stems[i:i + n]) == stems or (
                         tuple(f.stems[i:i + n - 1]) == stems[:-1] and
                         any(f.words[i + n - 1] == last + s for s in _SUFFIXES)):
                     return label
-            if f.spelled and any("".join(stems) in run or last in run for run in f.spelled):
+            if f.spelled and any(letters in run or "".join(stems) in run for run in f.spelled):
                 return label
         if self._latin is not None:
             m = self._latin.search(f.latin)
             if m:
-                return self._latin_labels[m.lastindex - 1]
+                return self._latin_labels[(m.lastindex or 1) - 1]
         if self._sound is not None:
             m = self._sound.search(f.sound)
             if m:
-                return self._sound_labels[m.lastindex - 1]
+                return self._sound_labels[(m.lastindex or 1) - 1]
         return None
 
 
