@@ -9,8 +9,9 @@ the stage answers `Instead(line)`: the redirect line (the parent's, else
 the lines file's `safety_redirect` in the child's language) is spoken in
 place of the turn, the blocked words never reach the model (WORDS) or TTS
 (SENTENCES: each sentence is checked with the one before it, so a word
-split by a sentence's end is found whole, and the reply stops there), and the turn is flagged for the parents' review list once
-the child's words are final.
+split by a sentence's end is found whole, and the reply stops there),
+and the turn is flagged for the parents' review list once the child's
+words are final.
 
 What it cannot do (docs/server.md, "The safety filter"): it matches words,
 not meaning, so a topic said in words neither the list nor its synonyms

@@ -54,9 +54,10 @@ async def test_spellings_that_slipped_past_are_caught():
 async def test_everyday_words_that_contain_a_topic_pass():
     f = _filter()
     harmless = ["你真是个机灵鬼", "我喜欢打架子鼓", "大家好", "what skills do you have", "I play the knight",
-                "我妈妈的包是红色的", "你妈妈在家吗", "that award was nice", "我笑死了", "ghostwriter? no, writer"]
-    got = {text: await f.find(text) for text in harmless[:-1]}
-    assert got == {text: None for text in harmless[:-1]}
+                "我妈妈的包是红色的", "你妈妈在家吗", "that award was nice", "我笑死了", "da jia hao",
+                "杀毒软件", "u p the hill"]
+    got = {text: await f.find(text) for text in harmless}
+    assert got == {text: None for text in harmless}
 
 
 async def test_a_parents_own_synonyms_replace_the_built_in_ones():
