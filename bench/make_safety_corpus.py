@@ -104,7 +104,9 @@ HARMLESS_ZH = ["你真是个机灵鬼", "我喜欢打架子鼓", "大家好", "�
     "爸爸去打工", "我会打字", "打雷了", "熊猫在吃竹子", "今天天气很好", "我想听故事", "给我唱首歌", "星星真亮",
     "恐龙吃什么", "我们去公园", "小狗在叫", "打气筒", "讨厌鬼走开", "马上就好", "妈妈的生日", "他妈妈是老师",
     "打架子鼓很酷", "大家加油", "加法怎么做", "吃饭了吗", "我的玩具枪坏了", "shabu shabu 好吃吗", "da jia hao",
-    "你好 nihao", "馋嘴鬼", "画画很好玩", "打招呼"]
+    "你好 nihao", "馋嘴鬼", "画画很好玩", "打招呼",
+    # added after the first runs: everyday words with an insult's sound (wo cao, ta ma de, sha bi)
+    "我草莓吃完了", "是他骂的我", "奶奶总是为我操心", "沙壁上有画"]
 for s in HARMLESS_EN: add("harmless", "child", "en", s, False)
 for s in HARMLESS_ZH: add("harmless", "child", "zh", s, False)
 for ss, lang in [(["我们去打球。", "架子上有书。"], "zh"), (["We will play.", "Skill time: let's read."], "en"),

@@ -55,7 +55,7 @@ async def test_everyday_words_that_contain_a_topic_pass():
     f = _filter()
     harmless = ["你真是个机灵鬼", "我喜欢打架子鼓", "大家好", "what skills do you have", "I play the knight",
                 "我妈妈的包是红色的", "你妈妈在家吗", "that award was nice", "我笑死了", "da jia hao",
-                "杀毒软件", "u p the hill"]
+                "杀毒软件", "u p the hill", "我草莓吃完了", "是他骂的我", "沙壁上有画"]
     got = {text: await f.find(text) for text in harmless}
     assert got == {text: None for text in harmless}
 
