@@ -58,6 +58,7 @@ class Lexicon:
         self._filter = Filter({"languages": ["english", "chinese"], "whitelist": list(LEXICON_ALLOW)})
         fold_tables()
         insults()
+        Folded("")          # the compound patterns too: nothing is built at a child's first words
 
     def find(self, f: Folded) -> str | None:
         """A lexicon word or an insult in the folded text, or None."""
