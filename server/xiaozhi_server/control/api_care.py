@@ -10,6 +10,7 @@ import zoneinfo
 from aiohttp import web
 
 from ..pipeline.care import clean_profile
+from ..safety import expansions
 from . import checks
 from .errors import BadRequest, Conflict, NotFound
 from .store_care import day_bounds
@@ -17,6 +18,7 @@ from .store_care import day_bounds
 MAX_TOPICS = 100
 MAX_TOPIC = 60
 MAX_REDIRECT = 200
+MAX_SYNONYMS = 20           # per topic: a small list a parent reads at a glance
 MAX_RETENTION_DAYS = 365
 # The line a blocked turn gets when the parent set none (the voice side
 # speaks the lines file's `safety_redirect` in the child's language).
@@ -30,9 +32,38 @@ def _fields(body, allowed):
 
 
 def _topics_out(t):
+    """The topics as a parent sees them: each with what it also blocks (their
+    own list where they edited it, else the built-in one), and which they edited."""
     line = t["redirect_line"]
+    edited = t.get("synonyms") or {}
     return {"blocked_topics": t["blocked_topics"], "redirect_line": line or DEFAULT_REDIRECT,
-            "redirect_default": line is None}
+            "redirect_default": line is None,
+            "synonyms": {x: edited[x] if x in edited else expansions(x) for x in t["blocked_topics"]},
+            "synonyms_edited": [x for x in t["blocked_topics"] if x in edited]}
+
+
+def _synonyms(value, kept, before):
+    """The parent's edited lists after a PUT: `value` ({topic: [words] or null}) over
+    the edits kept `before`, for the topics still listed (`kept`)."""
+    out = {k: v for k, v in before.items() if k in kept}
+    if value is None:
+        return out
+    if not isinstance(value, dict):
+        raise BadRequest("synonyms must be an object: {topic: [words] or null for the built-in list}")
+    by_fold = {k.casefold(): k for k in kept}
+    for topic, words in value.items():
+        key = by_fold.get(topic.strip().casefold())
+        if key is None:
+            raise BadRequest("synonyms.%s: not one of blocked_topics" % topic)
+        if words is None:
+            out.pop(key, None)
+            continue
+        if not isinstance(words, list) or len(words) > MAX_SYNONYMS or not all(
+                isinstance(w, str) and 0 < len(w.strip()) <= MAX_TOPIC for w in words):
+            raise BadRequest("synonyms.%s must be a list of at most %d words of 1-%d characters, or null"
+                             % (topic, MAX_SYNONYMS, MAX_TOPIC))
+        out[key] = list(dict.fromkeys(w.strip() for w in words))
+    return out
 
 
 class CareApi:
@@ -53,7 +84,7 @@ class CareApi:
         body = await self._body(request)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
-        _fields(body, ("blocked_topics", "redirect_line"))
+        _fields(body, ("blocked_topics", "redirect_line", "synonyms"))
         topics = body.get("blocked_topics")
         if not isinstance(topics, list) or len(topics) > MAX_TOPICS:
             raise BadRequest("blocked_topics is required: a list of at most %d words or phrases" % MAX_TOPICS)
@@ -68,7 +99,8 @@ class CareApi:
         if line is not None and (not isinstance(line, str) or not 0 < len(line.strip()) <= MAX_REDIRECT):
             raise BadRequest("redirect_line must be a line of 1-%d characters, or null for the default"
                              % MAX_REDIRECT)
-        await care.set_topics(device_id, kept, line.strip() if line else None)
+        synonyms = _synonyms(body.get("synonyms"), kept, (await care.topics(device_id)).get("synonyms") or {})
+        await care.set_topics(device_id, kept, line.strip() if line else None, synonyms)
         return self._json(_topics_out(await care.topics(device_id)))
 
     async def list_flags(self, request):

@@ -285,6 +285,13 @@ CREATE TABLE wake_claims (
 """
 
 
+# Each blocked topic's synonyms as a parent edited them (JSON {topic: [words]};
+# NULL or a topic left out: the built-in list of safety/terms.json).
+_TOPIC_SYNONYMS = """
+ALTER TABLE family_topics ADD COLUMN synonyms TEXT
+"""
+
+
 MIGRATIONS = (
     Migration(1, "the first release's tables", _first_sqlite, _FIRST_TABLES),
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
@@ -296,6 +303,7 @@ MIGRATIONS = (
     Migration(8, "who asked for each activation code (address, device-id prefix)",
               _ACTIVATION_SOURCES, _ACTIVATION_SOURCES),
     Migration(9, "households and the wake words their devices heard", _WAKE, _WAKE),
+    Migration(10, "each blocked topic's synonyms, as a parent edited them", _TOPIC_SYNONYMS, _TOPIC_SYNONYMS),
 )
 LATEST = max(m.version for m in MIGRATIONS)
 

@@ -2,7 +2,8 @@
 the chat app's memory (tables in schema.py, migration 6). It shares the
 control store's connection and worker thread: `store.care` is one of these.
 
-    family_topics       device_id, topics (JSON list), redirect_line (NULL: the default), updated_at
+    family_topics       device_id, topics (JSON list), redirect_line (NULL: the default), updated_at,
+                        synonyms (JSON {topic: [words]}: the parent's edits; migration 10)
     family_flags        id, device_id, at, topic, child_said, reply_blocked, redirect_line, reviewed_at
     family_privacy      device_id, transcripts (0/1), retention_days, memory (0/1), updated_at
     family_transcripts  id, device_id, at, app, child, reply
@@ -61,21 +62,27 @@ class CareRecords:
     # ---- blocked topics ----
 
     async def topics(self, device_id: str) -> dict:
-        """{"blocked_topics": [...], "redirect_line": str | None (None: the default line)}."""
+        """{"blocked_topics": [...], "redirect_line": str | None (None: the default line),
+        "synonyms": {topic: [words]} (the topics whose synonyms a parent edited)}."""
         def get():
-            row = self._db.execute("SELECT topics, redirect_line FROM family_topics WHERE device_id=?",
+            row = self._db.execute("SELECT topics, redirect_line, synonyms FROM family_topics WHERE device_id=?",
                                    (device_id,)).fetchone()
             if row is None:
-                return {"blocked_topics": [], "redirect_line": None}
-            return {"blocked_topics": json.loads(row["topics"]), "redirect_line": row["redirect_line"]}
+                return {"blocked_topics": [], "redirect_line": None, "synonyms": {}}
+            return {"blocked_topics": json.loads(row["topics"]), "redirect_line": row["redirect_line"],
+                    "synonyms": json.loads(row["synonyms"] or "{}")}
         return await self._run(get)
 
-    async def set_topics(self, device_id: str, topics: list[str], redirect_line: str | None) -> None:
+    async def set_topics(self, device_id: str, topics: list[str], redirect_line: str | None,
+                         synonyms: dict[str, list[str]] | None = None) -> None:
+        """synonyms: the parent's edited lists (a topic left out has the built-in one)."""
         def put():
-            self._db.execute("INSERT INTO family_topics (device_id, topics, redirect_line, updated_at) "
-                             "VALUES (?,?,?,?) ON CONFLICT (device_id) DO UPDATE SET topics=excluded.topics, "
-                             "redirect_line=excluded.redirect_line, updated_at=excluded.updated_at",
-                             (device_id, json.dumps(topics, ensure_ascii=False), redirect_line, time.time()))
+            self._db.execute("INSERT INTO family_topics (device_id, topics, redirect_line, updated_at, synonyms) "
+                             "VALUES (?,?,?,?,?) ON CONFLICT (device_id) DO UPDATE SET topics=excluded.topics, "
+                             "redirect_line=excluded.redirect_line, updated_at=excluded.updated_at, "
+                             "synonyms=excluded.synonyms",
+                             (device_id, json.dumps(topics, ensure_ascii=False), redirect_line, time.time(),
+                              json.dumps(synonyms or {}, ensure_ascii=False)))
         await self._run(put)
 
     # ---- the safety filter's flags ----

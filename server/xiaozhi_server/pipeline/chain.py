@@ -95,6 +95,7 @@ class Chain:
         return self._through(sentences, gate, said)
 
     async def _through(self, sentences, gate, said):
+        self.safety.new_reply()
         async with contextlib.aclosing(sentences):
             async for text in sentences:
                 for stage in self.sentences:

@@ -1,29 +1,31 @@
 """The chat app's safety filter: the child's words and each sentence of the
 model's reply, checked against the device's blocked topics (the parents'
-list) and a maintained zh + en lexicon (glin-profanity's word lists).
+list, each with its synonyms), the built-in insults and a maintained zh + en
+lexicon (glin-profanity's word lists). Every text is folded first and
+matched by stem, characters and sound (safety/: normalize.py, matcher.py).
 
 It is one stage in chain.py's WORDS and one in its SENTENCES. On a hit
 the stage answers `Instead(line)`: the redirect line (the parent's, else
 the lines file's `safety_redirect` in the child's language) is spoken in
 place of the turn, the blocked words never reach the model (WORDS) or TTS
-(SENTENCES: each sentence is checked before it is spoken, and the reply
-stops there), and the turn is flagged for the parents' review list once
-the child's words are final.
+(SENTENCES: each sentence is checked with the one before it, so a word
+split by a sentence's end is found whole, and the reply stops there),
+and the turn is flagged for the parents' review list once the child's
+words are final.
 
 What it cannot do (docs/server.md, "The safety filter"): it matches words,
-not meaning, so a topic said in other words, in another language than the
-list's, or misheard by ASR passes; a sentence spoken before the one that
+not meaning, so a topic said in words neither the list nor its synonyms
+hold, or misheard by ASR, passes; a sentence spoken before the one that
 hits is already heard. Other modes (translation, lessons) are not filtered.
 """
 from __future__ import annotations
 
 import logging
-import re
 import time
-import unicodedata
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from ..text.lang import has_han, language_of
+from ..safety import Folded, Matcher, expansions, fold_tables, insults
+from ..text.lang import language_of
 
 if TYPE_CHECKING:
     from ..text.lines import Lines
@@ -33,7 +35,8 @@ log = logging.getLogger(__name__)
 
 TOPICS_TTL_S = 5.0          # a parent's change reaches a running session within this long
 # Everyday phrases the lexicon's short Chinese entries sit inside ("妈的" in
-# 妈妈的包, mum's bag; "处女" in the star sign 处女座): not a hit.
+# 妈妈的包, mum's bag; "处女" in the star sign 处女座): not a hit. (The
+# compounds of safety/terms.json are masked before the lexicon reads a text too.)
 LEXICON_ALLOW = ("妈妈的", "我妈的", "处女座", "处女作", "处女航", "处女地")
 
 
@@ -47,15 +50,22 @@ class Instead:
 
 
 class Lexicon:
-    """glin-profanity's English and Chinese lists, built once per process."""
+    """glin-profanity's English and Chinese lists, the built-in insults and
+    the folding tables, built once per process."""
 
     def __init__(self) -> None:
         from glin_profanity import Filter
         self._filter = Filter({"languages": ["english", "chinese"], "whitelist": list(LEXICON_ALLOW)})
+        fold_tables()
+        insults()
+        Folded("")          # the compound patterns too: nothing is built at a child's first words
 
-    def find(self, text: str) -> str | None:
-        found = self._filter.check_profanity(text)
-        return found["profane_words"][0] if found["contains_profanity"] and found["profane_words"] else None
+    def find(self, f: Folded) -> str | None:
+        """A lexicon word or an insult in the folded text, or None."""
+        found = self._filter.check_profanity(f.han)
+        if found["contains_profanity"] and found["profane_words"]:
+            return found["profane_words"][0]
+        return insults().find(f)
 
 
 _lexicon: Lexicon | None = None
@@ -69,21 +79,17 @@ def lexicon() -> Lexicon:
     return _lexicon
 
 
-def _norm(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
-def topic_pattern(topics: list[str]) -> re.Pattern | None:
-    """One pattern for a parent's topics: Chinese ones anywhere in the text,
-    others as whole words (an English plural -s / -es too), any spacing."""
-    alts = []
+def topic_matcher(topics: list[str], synonyms: dict[str, list[str]] | None = None) -> Matcher | None:
+    """One matcher for a parent's topics, each with its synonyms: the
+    parent's own list for a topic they edited (synonyms), else the built-in one."""
+    synonyms = synonyms or {}
+    entries = []
     for t in topics:
-        t = _norm(t).strip()
-        if not t:
+        if not t.strip():
             continue
-        body = r"\s+".join(re.escape(w) for w in t.split())
-        alts.append(body if has_han(t) else r"(?<!\w)%s(?:s|es)?(?!\w)" % body)
-    return re.compile("|".join("(%s)" % a for a in alts)) if alts else None
+        entries.append((t, t))
+        entries += [(t, w) for w in synonyms.get(t, expansions(t))]
+    return Matcher(entries) if entries else None
 
 
 class SafetyFilter:
@@ -98,8 +104,9 @@ class SafetyFilter:
         self.active = active
         self.language = language
         self._topics: list[str] = []       # the parent's list, as given
-        self._matched: list[str] = []      # the topic of each group of the pattern
-        self._pattern: re.Pattern | None = None
+        self._synonyms: dict = {}
+        self._matcher: Matcher | None = None
+        self._last = ""          # the reply's sentence before this one
         self._line: str | None = None
         self._read_at = -TOPICS_TTL_S
         self.heard = ""          # the child's last words (a flag for a blocked reply names them)
@@ -116,20 +123,21 @@ class SafetyFilter:
         except Exception as e:      # the last list (and the lexicon) still hold
             log.warning("[%s] blocked topics not read: %s", self.device_id, e)
             return
-        if t["blocked_topics"] != self._topics:
-            self._topics = list(t["blocked_topics"])
-            self._matched = [x for x in self._topics if x.strip()]
-            self._pattern = topic_pattern(self._matched)
+        synonyms = t.get("synonyms") or {}
+        if t["blocked_topics"] != self._topics or synonyms != self._synonyms:
+            self._topics, self._synonyms = list(t["blocked_topics"]), dict(synonyms)
+            self._matcher = topic_matcher(self._topics, self._synonyms)
         self._line = t["redirect_line"]
 
     async def find(self, text: str) -> str | None:
         """The blocked topic or lexicon word in text, or None."""
         await self._refresh()
-        if self._pattern is not None:
-            m = self._pattern.search(_norm(text))
-            if m and m.lastindex:
-                return self._matched[m.lastindex - 1]
-        return lexicon().find(text)
+        f = Folded(text)
+        if self._matcher is not None:
+            hit = self._matcher.find(f)
+            if hit is not None:
+                return hit
+        return lexicon().find(f)
 
     def redirect_line(self, text: str) -> str:
         return self._line or self.lines.get("safety_redirect", language_of(text, self.language))
@@ -159,10 +167,20 @@ class SafetyFilter:
         line = self.redirect_line(text)
         return Instead(line, self._flag(topic, text, None, line))
 
+    def new_reply(self) -> None:
+        """A reply starts: no sentence before the next one."""
+        self._last = ""
+
     async def sentence(self, text: str) -> str | Instead:
         if not self.active():
             return text
-        topic = await self.find(text)
+        # With the sentence before: "You should kill." + " Yourself ..." and
+        # "喜欢打。" + "架是不对的" are found whole (fold() joins Han across a
+        # stop); a Latin word cut by a stop ("a gh." + "ost") is joined too.
+        topic = await self.find((self._last + " " + text) if self._last else text)
+        if topic is None and self._last:
+            topic = await self.find(self._last.rstrip(" .!?;,") + text.lstrip())
+        self._last = text
         if topic is None:
             return text
         self.hits += 1

@@ -31,7 +31,8 @@ REMEMBER_SCHEMA = {"type": "object", "properties": {
     "age": {"type": "integer", "minimum": 1, "maximum": 18},
     "interests": dict(_LIST, description="new things the child likes"),
     "learnt": dict(_LIST, description="what the child learnt or practised today"),
-    "notes": {"type": "string", "maxLength": MAX_NOTES, "description": "anything else worth remembering kindly"},
+    "notes": {"type": "string", "maxLength": MAX_NOTES,
+              "description": "a short plain fact worth remembering kindly (letters and simple punctuation)"},
 }}
 
 

@@ -16,7 +16,7 @@ async def care(control_db):
 
 
 async def test_family_records_on_both_back_ends(care, monkeypatch):
-    assert await care.topics("d1") == {"blocked_topics": [], "redirect_line": None}
+    assert await care.topics("d1") == {"blocked_topics": [], "redirect_line": None, "synonyms": {}}
     await care.set_topics("d1", ["ghosts", "鬼"], "Let's talk about stars!")
     assert (await care.topics("d1"))["blocked_topics"] == ["ghosts", "鬼"]
 
@@ -50,7 +50,7 @@ async def test_family_records_on_both_back_ends(care, monkeypatch):
 
     await care.set_memory("d1", profile)
     await care.forget_device("d1")
-    assert await care.topics("d1") == {"blocked_topics": [], "redirect_line": None}
+    assert await care.topics("d1") == {"blocked_topics": [], "redirect_line": None, "synonyms": {}}
     assert (await care.memory("d1"))["profile"]["name"] == ""
     assert await care.privacy("d1") == {"transcripts": False, "retention_days": 7, "memory": True}
 

@@ -6,6 +6,12 @@ import { api, devicePath } from "../api.js";
 import { h, statusLine, field, describeError } from "../ui.js";
 import { guardedCard } from "./guarded.js";
 
+// The page's strings added with issue 37, in one place (they move to the console's message tables).
+const MEMORY_TEXT = {
+  rules: "The companion reads these as notes, never as instructions. Letters, digits, spaces and simple " +
+    "punctuation only: a line with anything else is refused and the reason shown below.",
+};
+
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
   root.append(await guardedCard("What the companion remembers", devicePath(deviceId, "/memory"), "Memory",
@@ -43,6 +49,7 @@ function memoryForm(deviceId, data, ctx) {
     }
   } },
     h("label", { class: "check" }, on, "Let the companion remember things about the child"),
+    h("p", { class: "note", id: "memory-rules" }, MEMORY_TEXT.rules),
     field("Name", name), field("Age", age), field("Likes", interests, "One per line."),
     field("Has learnt", learnt, "One per line."), field("Notes", notes),
     h("div", { class: "row" }, h("button", { type: "submit", id: "save-memory" }, "Save"),
