@@ -7,7 +7,8 @@ and compare: `compare --url ws://host:port/xiaozhi/v1/ [--sessions 1,10,50] [--p
 workers: `workers [--sessions 100]` that load against 1 and 2 worker processes;
 `concurrency --asr funasr`: the concurrency load with a remote streaming ASR;
 fleet: three nodes on network namespaces (root): failover, schedules once, nodes;
-wake: what the nearest-device arbitration adds to a wake word (SQLite, PostgreSQL).
+wake: what the nearest-device arbitration adds to a wake word (SQLite, PostgreSQL);
+asr_zh: a Chinese child's words (and English beside them) per local ASR configuration.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -24,7 +25,7 @@ from . import report
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice",
             "remote_asr")
 # never part of "all": compare needs a URL, workers doubles a long run, fleet needs root
-ON_REQUEST = ("compare", "workers", "fleet", "wake")
+ON_REQUEST = ("compare", "workers", "fleet", "wake", "asr_zh")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -39,6 +40,7 @@ TITLES = {
     "workers": "the concurrency load against 1 and 2 worker processes",
     "fleet": "three nodes on their own hosts: failover, schedules once, load per node",
     "wake": "nearest device answers: what arbitration adds to a wake word",
+    "asr_zh": "hearing a Chinese child: CER, real-time factor and decode time per ASR configuration",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
 COMPARE_SESSIONS = (1, 10, 50)
@@ -66,6 +68,7 @@ def sizes(args):
         "voice": {"lengths": not q},
         "remote_asr": {"turns": 1 if q else 3},
         "wake": {"wakes": 5 if q else 30},
+        "asr_zh": {"quick": q},
     }
 
 
@@ -120,6 +123,9 @@ def run_section(name, size):
     if name == "remote_asr":
         from .remote_asr import run_remote_asr
         return asyncio.run(run_remote_asr(**size))
+    if name == "asr_zh":
+        from .asr_zh import run_asr_zh
+        return asyncio.run(run_asr_zh(**size))
     raise ValueError(name)
 
 
