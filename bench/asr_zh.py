@@ -55,8 +55,11 @@ PROMPT_ZH = "以下是普通话的句子。小朋友在和小智说话：" + "�
 CONFIGS = (
     ("base int8, language detected (default before)", {}, None),
     ("base int8, zh forced", {}, "zh"),
+    ("base int8, detected among zh/en (default)", {"languages": ["zh", "en"]}, None),
+    ("base int8, detected among zh/en, beam 5", {"languages": ["zh", "en"], "beam_size": 5}, None),
     ("base int8, detected, zh prompt", {"initial_prompt": PROMPT_ZH}, None),
     ("base int8, zh forced, zh prompt", {"initial_prompt": PROMPT_ZH}, "zh"),
+    ("base int8, zh forced, beam 5", {"beam_size": 5}, "zh"),
     ("base int8, zh forced, zh prompt, beam 5", {"initial_prompt": PROMPT_ZH, "beam_size": 5}, "zh"),
     ("base float32, zh forced, zh prompt", {"initial_prompt": PROMPT_ZH, "compute_type": "float32"}, "zh"),
 )
@@ -64,8 +67,10 @@ EN_CONFIGS = (
     ("base int8, language detected (default before)", {}, None),
     ("base int8, detected, zh prompt", {"initial_prompt": PROMPT_ZH}, None),
     ("base int8, en forced", {}, "en"),
+    ("base int8, zh forced, beam 5 (English heard as Chinese)", {"beam_size": 5}, "zh"),
+    ("base int8, detected among zh/en (default)", {"languages": ["zh", "en"]}, None),
 )
-QUICK = (0, 3)
+QUICK = (0, 2)
 
 _LATIN = re.compile(r"[A-Za-z][A-Za-z' ]*[A-Za-z]|[A-Za-z]")
 _ZH_DIGITS = "零一二三四五六七八九"
