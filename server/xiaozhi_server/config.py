@@ -133,7 +133,7 @@ DEFAULTS = {
     # A shorter pause is the child taking a breath: the words are joined and
     # nothing is cut.
     "vad": {"type": "silero", "silence_ms": 160, "commit_silence_ms": 700, "commit_question_ms": 500,
-            "commit_stable_question_ms": 300, "commit_unfinished_ms": 1200, "threshold": 0.5},
+            "commit_stable_question_ms": 400, "commit_unfinished_ms": 1200, "threshold": 0.5},
     # Whisper base; its language detection chooses between the two the product
     # speaks, beam 5 (docs/providers.md, the figures in docs/bench.md). Set
     # asr.language: zh for a child who speaks only Chinese (fewer errors).
