@@ -9,6 +9,7 @@ workers: `workers [--sessions 100]` that load against 1 and 2 worker processes;
 fleet: three nodes on network namespaces (root): failover, schedules once, nodes;
 wake: what the nearest-device arbitration adds to a wake word (SQLite, PostgreSQL);
 safety: the safety filter on its adversarial corpus (caught, harmless blocked).
+asr_zh: a Chinese child's words (and English beside them) per local ASR configuration.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -25,7 +26,7 @@ from . import report
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice",
             "remote_asr")
 # never part of "all": compare needs a URL, workers doubles a long run, fleet needs root
-ON_REQUEST = ("compare", "workers", "fleet", "wake", "safety")
+ON_REQUEST = ("compare", "workers", "fleet", "wake", "safety", "asr_zh")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -41,6 +42,7 @@ TITLES = {
     "fleet": "three nodes on their own hosts: failover, schedules once, load per node",
     "wake": "nearest device answers: what arbitration adds to a wake word",
     "safety": "the safety filter on its own adversarial corpus (bench/safety_corpus.json)",
+    "asr_zh": "hearing a Chinese child: CER, real-time factor and decode time per ASR configuration",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
 COMPARE_SESSIONS = (1, 10, 50)
@@ -69,6 +71,7 @@ def sizes(args):
         "remote_asr": {"turns": 1 if q else 3},
         "wake": {"wakes": 5 if q else 30},
         "safety": {},
+        "asr_zh": {"quick": q},
     }
 
 
@@ -126,6 +129,9 @@ def run_section(name, size):
     if name == "remote_asr":
         from .remote_asr import run_remote_asr
         return asyncio.run(run_remote_asr(**size))
+    if name == "asr_zh":
+        from .asr_zh import run_asr_zh
+        return asyncio.run(run_asr_zh(**size))
     raise ValueError(name)
 
 

@@ -160,10 +160,14 @@ def run_turns(count=24):
     words_label = "words choose (%d/%d/%d ms)" % (by_words.question_ms, by_words.default_ms,
                                                  by_words.unfinished_ms)
     fixed_label = "commit_silence_ms=%d for all words" % fixed.default_ms
+    # A streaming recogniser whose passes agree lets a question be heard sooner
+    # (commit_stable_question_ms); here every question counts as agreed on, the worst case.
+    stable = CommitSilence(by_words.default_ms, by_words.stable_question_ms, by_words.unfinished_ms)
+    stable_label = "words choose, a question its passes agree on at %d ms" % by_words.stable_question_ms
     words = Words(dict(cfg["asr"], type=cfg["asr"].get("type", "whisper")))
     try:
         runs = {}
-        for name, commit in (("words", by_words), ("fixed", fixed)):
+        for name, commit in (("words", by_words), ("fixed", fixed), ("stable", stable)):
             runs[name] = [Replay(u, vad, threshold, silence_ms, commit, words) for u in utterances]
             runs["slow " + name] = [Replay(u, vad, threshold, silence_ms, commit, words) for u in slow]
     finally:
@@ -186,8 +190,9 @@ def run_turns(count=24):
     ]
     figures += _rule_figures(words_label, runs["words"], utterances, 5.0)
     figures += _rule_figures(fixed_label, runs["fixed"], utterances, None)
+    figures += _rule_figures(stable_label, runs["stable"], utterances, 5.0)
     slow_pauses = [p for u in slow for p in u.pauses]
-    for name, label in (("slow words", words_label), ("slow fixed", fixed_label)):
+    for name, label in (("slow words", words_label), ("slow fixed", fixed_label), ("slow stable", stable_label)):
         cut = sum(1 for r, u in zip(runs[name], slow) if r.cut_off(u))
         figures.append(Figure("slow speaker false cut-offs, " + label, 100.0 * cut / len(slow), "%",
                               note="%d of %d utterances, pauses of %d-%d ms" % (

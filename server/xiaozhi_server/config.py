@@ -128,11 +128,16 @@ DEFAULTS = {
     # prepared). The reply is heard after a longer silence that the words choose
     # (pipeline/turn_words.py): commit_question_ms after a question,
     # commit_unfinished_ms after "and", "um" or a comma, commit_silence_ms
-    # otherwise. A shorter pause is the child taking a breath: the words are
-    # joined and nothing is cut.
+    # otherwise; commit_stable_question_ms after a question a streaming ASR's
+    # two passes agree on (its final text says what its partial text said).
+    # A shorter pause is the child taking a breath: the words are joined and
+    # nothing is cut.
     "vad": {"type": "silero", "silence_ms": 160, "commit_silence_ms": 700, "commit_question_ms": 500,
-            "commit_unfinished_ms": 1200, "threshold": 0.5},
-    "asr": {"type": "whisper"},
+            "commit_stable_question_ms": 400, "commit_unfinished_ms": 1200, "threshold": 0.5},
+    # Whisper base; its language detection chooses between the two the product
+    # speaks, beam 5 (docs/providers.md, the figures in docs/bench.md). Set
+    # asr.language: zh for a child who speaks only Chinese (fewer errors).
+    "asr": {"type": "whisper", "languages": ["zh", "en"], "beam_size": 5},
     "tts": {
         "type": "fallback",
         "providers": [{"type": "router"}, {"type": "espeak", "voice": "en-us"}],

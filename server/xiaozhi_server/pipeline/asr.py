@@ -8,6 +8,11 @@ Two ways in, one result:
 - a batch provider (Whisper, `openai`) gets the whole utterance at the
   end: `words(pcm)`.
 
+Chinese comes out in Simplified characters, always (text/simplified.py):
+the final text here, and a stream's partial text as it is set (its
+`script` is this stage's), so neither the turn rule, the LLM, the safety
+filter, the transcript nor the device's screen ever sees Traditional.
+
 Either returns the stripped text, or `AsrFailed` when no text could be
 had (the service was down, slow, cut, refused us or answered garbage, or
 the engine crashed): the session speaks its "I could not hear that" line
@@ -20,6 +25,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..providers.asr_base import AsrError, AsrStream, PartialCallback, open_stream
+from ..text.simplified import simplified, wanted
 
 if TYPE_CHECKING:
     from ..providers.base import AsrProvider
@@ -44,6 +50,7 @@ class Transcriber:
     def __init__(self, provider: AsrProvider, language: str | None = None) -> None:
         self.provider = provider
         self.language = language      # the config's asr.language; None = the provider guesses
+        self.script = simplified if wanted(language) else None   # applied to every text heard
 
     @property
     def streaming(self) -> bool:
@@ -52,12 +59,18 @@ class Transcriber:
 
     def open(self, on_partial: PartialCallback | None = None) -> AsrStream:
         """A stream for one utterance (push while the child speaks, then finish)."""
-        return open_stream(self.provider, self.language, on_partial)
+        stream = open_stream(self.provider, self.language, on_partial)
+        stream.script = self.script
+        return stream
+
+    def _out(self, text: str) -> str:
+        text = text.strip()
+        return self.script(text) if self.script is not None else text
 
     async def finish(self, stream: AsrStream) -> str | AsrFailed:
         """The end of the utterance: its final text, or AsrFailed."""
         try:
-            return (await stream.finish()).strip()
+            return self._out(await stream.finish())
         except AsrError as err:
             return self._failed(err)
         except Exception:
@@ -75,7 +88,7 @@ class Transcriber:
         except Exception:
             log.exception("ASR crashed")
             return AsrFailed("crashed")
-        return text.strip()
+        return self._out(text)
 
     @staticmethod
     def _failed(err: AsrError) -> AsrFailed:

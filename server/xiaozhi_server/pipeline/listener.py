@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from .asr import AsrFailed
 from .opus import OpusDecoder
 from .turn import EndOfTurnDetector
-from .turn_words import CommitSilence
+from .turn_words import CommitSilence, same_words
 from ..pools import run_blocking
 
 if TYPE_CHECKING:
@@ -335,14 +335,15 @@ class Listener:
         if stream is not None and stream.partial:
             self._words_heard(t, stream.partial)
 
-    def _words_heard(self, t, text):
+    def _words_heard(self, t, text, stable=False):
         """Words of the tentative utterance (partial, final, or "" when ASR
-        failed): the silence they need. Later words replace earlier ones."""
+        failed): the silence they need. Later words replace earlier ones;
+        `stable`: final words a streaming recogniser's partials agreed on."""
         if t.commit.done() or self._tentative is not t:
             return
         if t.timer is not None:
             t.timer.cancel()
-        t.wait_ms = self.commit.for_text(text) - self.silence_ms
+        t.wait_ms = self.commit.for_text(text, stable) - self.silence_ms
         # If the device stops sending audio, commit on the clock instead.
         t.timer = asyncio.get_running_loop().call_at(t.since + t.wait_ms / 1000.0 + 0.15,
                                                      self._commit_on_clock, t)
@@ -417,7 +418,10 @@ class Listener:
         t = self._tentative
         if t is not None and t.commit is commit:
             t.final = True
-            self._words_heard(t, "" if failed else text)
+            # The two passes agree (the partial streamed while the child spoke
+            # says what the final says): a question may be heard sooner.
+            stable = not failed and stream is not None and same_words(stream.streamed, text)
+            self._words_heard(t, "" if failed else text, stable)
         asr_ms = (time.monotonic() - t0) * 1000
         if not failed:
             log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)

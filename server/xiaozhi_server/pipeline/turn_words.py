@@ -13,6 +13,11 @@ silence (listener.py) follows the words:
   filler such as "and", "because", "um", "然后", "还有", "嗯"):
   `commit_unfinished_ms`, longer, so a child searching for the next word
   is not cut off;
+- a question a streaming recogniser's two passes agree on (the final
+  text says the same words as the partial text streamed while the child
+  spoke: nothing was rewritten, nothing came after): `commit_stable_question_ms`,
+  shorter still (the first word sooner, docs/bench.md has the false
+  cut-offs it costs on paused utterances);
 - anything else, statements included (Whisper ends most fragments with a
   full stop: "I went to the park." is often followed by "with my sister"),
   or the words not known yet: `commit_silence_ms`.
@@ -71,10 +76,12 @@ def judge(text: str) -> str:
 class CommitSilence:
     """The silence (ms) after which a reply to `text` may be heard."""
 
-    def __init__(self, default_ms: int, question_ms: int | None = None, unfinished_ms: int | None = None) -> None:
+    def __init__(self, default_ms: int, question_ms: int | None = None, unfinished_ms: int | None = None,
+                 stable_question_ms: int | None = None) -> None:
         self.default_ms = default_ms
         self.question_ms = default_ms if question_ms is None else question_ms
         self.unfinished_ms = default_ms if unfinished_ms is None else unfinished_ms
+        self.stable_question_ms = self.question_ms if stable_question_ms is None else stable_question_ms
 
     @classmethod
     def from_config(cls, vad_cfg: dict, floor_ms: int = 0) -> "CommitSilence":
@@ -84,7 +91,7 @@ class CommitSilence:
         def key(name):
             v = vad_cfg.get(name)
             return None if v is None else max(floor_ms, int(v))
-        return cls(default, key("commit_question_ms"), key("commit_unfinished_ms"))
+        return cls(default, key("commit_question_ms"), key("commit_unfinished_ms"), key("commit_stable_question_ms"))
 
     @staticmethod
     def prepare_reply(text: str) -> bool:
@@ -93,10 +100,19 @@ class CommitSilence:
         would be an LLM request thrown away."""
         return judge(text) != UNFINISHED
 
-    def for_text(self, text: str | None) -> int:
+    def for_text(self, text: str | None, stable: bool = False) -> int:
+        """`stable`: a streaming recogniser's final text agrees with its partial text."""
         verdict = judge(text) if text else OTHER
         if verdict == QUESTION:
-            return self.question_ms
+            return min(self.stable_question_ms, self.question_ms) if stable else self.question_ms
         if verdict == UNFINISHED:
             return self.unfinished_ms
         return self.default_ms
+
+
+def same_words(a: str, b: str) -> bool:
+    """The same words, punctuation, spaces and case aside (a streaming
+    recogniser's partial text has no punctuation; its final text has)."""
+    def core(t):
+        return "".join(c for c in t.lower() if c.isalnum())
+    return bool(core(a)) and core(a) == core(b)

@@ -61,13 +61,25 @@ class AsrError(Exception):
 
 
 class AsrStream:
-    """One utterance's recognition. Subclasses implement push, finish and cancel."""
+    """One utterance's recognition. Subclasses implement push, finish and cancel.
+
+    `script`, when set by the caller, rewrites every partial text before it
+    is kept or reported (the ASR stage puts Chinese in Simplified with it)."""
+
+    script: Callable[[str], str] | None = None
+    # The partial words just before the recogniser's last correcting pass
+    # (a 2pass server's offline result): a final text that says the same
+    # words was not rewritten, the streaming pass had it right ("" when the
+    # provider cannot tell; the turn rule then takes no shortcut).
+    streamed = ""
 
     def __init__(self, on_partial: PartialCallback | None = None) -> None:
         self.partial = ""              # the words heard so far ("" until the first partial)
         self._on_partial = on_partial
 
     def _set_partial(self, text: str) -> None:
+        if self.script is not None:
+            text = self.script(text)
         if text == self.partial:
             return
         self.partial = text

@@ -79,6 +79,12 @@ class FallbackStream(AsrStream):
         self._order = chain.order()
         self._first = open_stream(self._order[0], language, self._set_partial)
 
+    @property
+    def streamed(self):
+        # A later member hears the audio whole: it streamed nothing.
+        words = self._first.streamed
+        return self.script(words) if self.script is not None and words else words
+
     async def push(self, pcm16k):
         self._audio += pcm16k
         await self._first.push(pcm16k)

@@ -240,6 +240,7 @@ class FunAsrStream(AsrStream):
         if mode in ("2pass-online", "online"):
             self._online += text
         elif mode in ("2pass-offline", "offline"):
+            self.streamed = self.partial   # what the streaming pass had said (asr_base.AsrStream)
             self._segments += text   # the corrected segment replaces its streaming pieces
             self._online = ""
         else:

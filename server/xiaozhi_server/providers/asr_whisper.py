@@ -4,7 +4,11 @@ Config keys: `model_dir` (a CTranslate2 Whisper dir; default the joined
 base model, see whisper_model), `compute_type` (default int8), `threads`
 (CPU threads, default all cores), `beam_size` (default 1: greedy decoding
 keeps latency low), `language` (default None = detect; pass it when known,
-detection on short utterances is unreliable), `short_pad_frames`. The
+detection on short utterances is unreliable), `short_pad_frames`,
+`languages` (when the language is not given, detection chooses among
+these, e.g. ["zh", "en"]; default any), `initial_prompt` (text Whisper reads as what was said before: the
+device's command words and names steer it to them; Chinese in it steers
+it to Simplified characters and punctuation; default none). The
 model loads once per process and is shared by every session; `warm_up()`
 loads it at start and decodes a second of silence.
 
@@ -103,30 +107,45 @@ def encode(model, frames):
     return model.model.encode(ctranslate2.StorageView.from_array(frames))
 
 
-def detect_language(model, encoded):
+def detect_language(model, encoded, among=()):
+    """The language most likely spoken; with `among`, the likeliest of those
+    (a short Mandarin question is otherwise often heard as Vietnamese,
+    Japanese or Thai, and written in their script)."""
     if not model.model.is_multilingual:
         return "en"
-    return model.model.detect_language(encoded)[0][0][0][2:-2]   # "<|zh|>" -> "zh"
+    ranked = [token[2:-2] for token, _p in model.model.detect_language(encoded)[0]]   # "<|zh|>" -> "zh"
+    return next((lang for lang in ranked if lang in among), ranked[0]) if among else ranked[0]
 
 
-def generate(model, encoded, language, beam_size, budget):
-    """Token ids of the text, at most `budget` of them."""
+PROMPT_TOKENS = 223     # Whisper's previous-text context is at most half its 448 positions
+
+
+def prompt_ids(model, text):
+    """Whisper's previous-text tokens for an initial prompt (no language needed)."""
+    if not text:
+        return []
+    tok, _ = _tokenizer(model, "en")   # the text's tokens do not depend on the language
+    return tok.encode(" " + text.strip())[-PROMPT_TOKENS:]
+
+
+def generate(model, encoded, language, beam_size, budget, before=()):
+    """Token ids of the text, at most `budget` of them; `before` = prompt_ids()."""
     tok, suppress = _tokenizer(model, language)
-    prompt = list(tok.sot_sequence) + [tok.no_timestamps]
+    prompt = ([tok.sot_prev] + list(before) if before else []) + list(tok.sot_sequence) + [tok.no_timestamps]
     result = model.model.generate(
         encoded, [prompt], beam_size=beam_size, suppress_blank=True, suppress_tokens=suppress,
         max_length=len(prompt) + budget)[0]
     return result.sequences_ids[0]
 
 
-def _decode(model, frames, language, beam_size, budget):
+def _decode(model, frames, language, beam_size, budget, before=(), among=()):
     """(token ids, language) of one padded window."""
     encoded = encode(model, frames)
-    language = language or detect_language(model, encoded)
-    return generate(model, encoded, language, beam_size, budget), language
+    language = language or detect_language(model, encoded, among)
+    return generate(model, encoded, language, beam_size, budget, before), language
 
 
-def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES):
+def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES, before=(), among=()):
     """Text of float32 16 kHz audio of at most 30 s, decoded as one padded window:
     first with `short_pad` frames of padding, again with PAD_S if that one looped."""
     budget = token_budget(len(audio) / SAMPLE_RATE)
@@ -134,11 +153,11 @@ def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES)
     frames = len(audio) // HOP
     # Near a full window the long padding adds (almost) nothing: no second decode then.
     if short_pad and frames + short_pad < min(frames + PAD_FRAMES, WINDOW_S * SAMPLE_RATE // HOP):
-        ids, lang = _decode(model, features(model, audio, short_pad), language, beam_size, budget)
+        ids, lang = _decode(model, features(model, audio, short_pad), language, beam_size, budget, before, among)
         if looped(ids, budget):
             ids = None
     if ids is None:
-        ids, lang = _decode(model, features(model, audio, PAD_FRAMES), language, beam_size, budget)
+        ids, lang = _decode(model, features(model, audio, PAD_FRAMES), language, beam_size, budget, before, among)
     return _tokenizer(model, lang)[0].decode(ids).strip()
 
 
@@ -152,6 +171,8 @@ class WhisperAsr:
         self.language = config.get("language")
         self._model_dir = config.get("model_dir")
         self.short_pad = int(config.get("short_pad_frames", SHORT_PAD_FRAMES))
+        self.initial_prompt = str(config.get("initial_prompt") or "")
+        self.languages = tuple(config.get("languages") or ())
         if self.short_pad < 0:
             raise ValueError("asr short_pad_frames must be 0 (always pad 10 s) or more, not %d" % self.short_pad)
 
@@ -170,9 +191,10 @@ class WhisperAsr:
         model = self._model()
         audio = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768.0
         if len(audio) <= WINDOW_S * SAMPLE_RATE:
-            return decode_window(model, audio, language, self.beam_size, self.short_pad)
+            return decode_window(model, audio, language, self.beam_size, self.short_pad,
+                                 prompt_ids(model, self.initial_prompt), self.languages)
         segments, _info = model.transcribe(
-            audio, language=language, beam_size=self.beam_size,
+            audio, language=language, beam_size=self.beam_size, initial_prompt=self.initial_prompt or None,
             # One greedy pass without temperature retries, and a token budget
             # proportional to the audio, so a hallucination loop stays short.
             temperature=0.0, condition_on_previous_text=False, without_timestamps=True,

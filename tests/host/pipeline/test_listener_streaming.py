@@ -195,3 +195,25 @@ async def test_a_crashing_batch_engine_gives_a_failed_utterance_not_silence(vad,
     utt, = heard.utterances
     assert utt.failed == "crashed" and utt.text == "" and utt.commit.result() is True
     await lis.close()
+
+
+@pytest.mark.parametrize("streamed, agreed", [("天空为什么是蓝色的", True), ("天空为什么是蓝色", False)])
+async def test_a_question_both_passes_agree_on_is_heard_sooner(vad, funasr, speech, streamed, agreed):
+    """The streaming pass said the words the final pass says: the question
+    needs only commit_stable_question_ms of silence. When the final pass
+    rewrote them (here it heard one more character) the question waits its
+    usual silence (60 s here: the test would see it)."""
+    funasr.hold_finals()
+    funasr.say(streamed, "天空为什么是蓝色的？")
+    heard = Heard()
+    lis = listener(vad, funasr, heard, commit_question_ms=60000, commit_stable_question_ms=300,
+                   commit_silence_ms=60000)
+    await say(lis, speech[0][:64000] + audio.silence(1200))
+    await eventually(lambda: funasr.connections and funasr.connections[0].ended and lis.partial == ""
+                     and lis._tentative is not None and lis._tentative.stream.partial == streamed, WAIT)
+    funasr.release_finals()
+    await asyncio.wait_for(heard.got.wait(), WAIT)
+    utt, = heard.utterances
+    assert utt.text == "天空为什么是蓝色的？"
+    assert utt.commit.done() is agreed   # 1 s of silence was heard after the end: enough only if agreed
+    await lis.close()
