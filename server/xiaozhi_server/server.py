@@ -69,7 +69,6 @@ class XiaozhiServer:
             self.control.on_drain_asked = self._drain_asked
             # The family's limits are checked, and usage counted, by the sessions.
             self.services.family = self.control.family
-            self.control.sessions_here = self.pool is None
             self.control.session_of = self._session_of
             if self.pool is None:
                 # Sessions here keep their conversation in the control store (workers open their own).
@@ -85,8 +84,13 @@ class XiaozhiServer:
                 self.services.wake_floor = WakeArbiter(self.control.store, window_s(config))
 
     def _session_of(self, device_id):
-        """The device's open voice session in this process, or None."""
-        return next((s for s in self.services.sessions if s.device_id == device_id and not s.closed), None)
+        """The device's open voice session on this node, in this process or a
+        worker's, as the control plane sees it (session/view.py); or None."""
+        if self.pool is not None:
+            return self.pool.view_of(device_id)
+        from .session.view import LocalView
+        session = next((s for s in self.services.sessions if s.device_id == device_id and not s.closed), None)
+        return LocalView(session) if session is not None else None
 
     def _ws_url_for(self, host):
         return "%s://%s:%d%s" % ("wss" if self.ws.ssl else "ws", host, self.ws.port, self.ws.path)

@@ -9,10 +9,10 @@ device, the lessons on its card, its limits and its usage.
     await plane.get_limits("dev1"); await plane.put_limits("dev1", body)
     await plane.usage("dev1", days=7)
 
-A device is online when it has a voice session (WebSocket) on this server:
-that is what can answer a tool call now. `session_of(device_id)` finds it;
-the server sets it (a server whose sessions live in worker processes
-cannot reach them from here: lessons() answers 503 and says so).
+A device is online when it has a voice session (WebSocket) on this node:
+that is what can answer a tool call now. `session_of(device_id)` finds it,
+in this process or in whichever worker process holds it, as a view
+(session/view.py: app, task, has_tool, call_tool, close); the server sets it.
 """
 from __future__ import annotations
 
@@ -50,7 +50,6 @@ class FamilyPlane:
     forgetters: list[Callable[[str], Awaitable[Any]]]
 
     session_of: Callable[[str], Any] = staticmethod(lambda device_id: None)
-    sessions_here = True        # False when sessions live in worker processes
 
     async def _known(self, device_id):
         """NotFound unless the store knows the device."""
@@ -61,10 +60,9 @@ class FamilyPlane:
     def _row(self, d):
         report = json.loads(d["state"]) if d.get("state") else {}
         session = self.session_of(d["device_id"])
-        runtime = getattr(session, "runtime", None) if session is not None else None
         app, task = report.get("active_app_id"), report.get("active_task_id")
-        if runtime is not None and runtime.task is not None:
-            app, task = runtime.task.app_id, runtime.task.id
+        if session is not None and session.task is not None:
+            app, task = session.app, session.task
         seen = [t for t in (d.get("received_at"), time.time() if session is not None else None) if t]
         return {"device_id": d["device_id"], "name": d.get("name"), "online": session is not None,
                 "app": app, "task": task, "state": report.get("state"),
@@ -101,12 +99,11 @@ class FamilyPlane:
         await self._known(device_id)
         session = self.session_of(device_id)
         if session is None:
-            where = "" if self.sessions_here else " (sessions live in worker processes, out of this API's reach)"
-            raise DeviceOffline("device %s has no voice connection to this server%s: wake it and try again"
-                                % (device_id, where))
-        if not session.mcp.has(LIST_TOOL):
+            raise DeviceOffline("device %s has no voice connection to this server: wake it and try again"
+                                % device_id)
+        if not session.has_tool(LIST_TOOL):
             raise DeviceOffline("device %s does not offer %s (no SD card player)" % (device_id, LIST_TOOL))
-        text, is_error = await session.mcp.call(LIST_TOOL, {}, timeout=LIST_TIMEOUT_S)
+        text, is_error = await session.call_tool(LIST_TOOL, {}, timeout=LIST_TIMEOUT_S)
         if is_error:
             raise DeviceOffline("device %s could not list its card: %s" % (device_id, text[:200]))
         try:
