@@ -2,7 +2,8 @@
 plane.ControlPlane): the devices it knows, a device's name, forgetting a
 device, the lessons on its card, its limits and its usage.
 
-    await plane.list_devices()                  # [{device_id, name, online, app, task, ...}]
+    await plane.list_devices()                  # [{device_id, name, online, online_elsewhere, control, greyed, ...}]
+    await plane.saw_device("dev1", "ota", "1.6.0")   # an OTA check: listed from now on
     await plane.rename_device("dev1", {"name": "Mia's bear"})
     await plane.forget_device("dev1")           # every row, credentials revoked
     await plane.lessons("dev1")                 # self.mp3.get_list over its voice session
@@ -25,6 +26,7 @@ from ..runtime.lessons import lesson_names
 from . import checks
 from .errors import BadRequest, ControlError, NotFound
 from .family import MAX_USAGE_DAYS, check_name
+from .store_devices import MAX_SEEN
 
 if TYPE_CHECKING:
     from .devices import Devices
@@ -48,6 +50,7 @@ class FamilyPlane:
     devices: Devices | None
     family: Family
     forgetters: list[Callable[[str], Awaitable[Any]]]
+    node_id: str
 
     session_of: Callable[[str], Any] = staticmethod(lambda device_id: None)
 
@@ -63,11 +66,36 @@ class FamilyPlane:
         app, task = report.get("active_app_id"), report.get("active_task_id")
         if session is not None and session.task is not None:
             app, task = session.app, session.task
-        seen = [t for t in (d.get("received_at"), time.time() if session is not None else None) if t]
+        elsewhere = d.get("held_by") if session is None and d.get("held_by") != self.node_id else None
+        seen = [t for t in (d.get("received_at"), d.get("seen_at"), time.time() if session is not None else None) if t]
+        # What the parent can do with it: a device with an MQTT login (or that
+        # reports over MQTT) takes lessons, schedules and stop; one that only
+        # talks (a stock device on OTA + WebSocket) does not. `greyed` says,
+        # by control, why the console greys it out (codes the console words).
+        control = bool(d.get("login")) or d.get("state") is not None
+        greyed = {}
+        if not control:
+            greyed["start"] = greyed["schedules"] = "voice_only"
+        if session is None:
+            greyed["lessons"] = "online_elsewhere" if elsewhere else "offline"
+        elif not session.has_tool(LIST_TOOL):
+            greyed["lessons"] = "no_card"
         return {"device_id": d["device_id"], "name": d.get("name"), "online": session is not None,
+                "online_elsewhere": elsewhere, "control": "mqtt" if control else "voice_only",
+                "greyed": greyed, "via": d.get("via"), "firmware": d.get("firmware"),
                 "app": app, "task": task, "state": report.get("state"),
                 "battery": _int_or_none(report.get("battery")), "volume": _int_or_none(report.get("volume")),
                 "last_seen": int(max(seen)) if seen else None}
+
+    async def saw_device(self, device_id: str, via: str, firmware: str | None = None) -> None:
+        """An OTA check (or hello) from this device: it is listed from now on.
+        An id that could not be a device's (checks.device_id) is not kept."""
+        try:
+            checks.device_id(device_id)
+        except BadRequest:
+            return
+        if not await self.store.saw_device(device_id, via, firmware[:64] if firmware else None):
+            log.warning("device %s not listed: %d devices seen already", device_id, MAX_SEEN)
 
     async def list_devices(self) -> list[dict]:
         return [self._row(d) for d in await self.store.known_devices()]
@@ -99,6 +127,11 @@ class FamilyPlane:
         await self._known(device_id)
         session = self.session_of(device_id)
         if session is None:
+            held = next((d.get("held_by") for d in await self.store.known_devices() if d["device_id"] == device_id),
+                        None)
+            if held and held != self.node_id:
+                raise DeviceOffline("device %s is online on node %s: its card is read there (that node's console)"
+                                    % (device_id, held))
             raise DeviceOffline("device %s has no voice connection to this server: wake it and try again"
                                 % device_id)
         if not session.has_tool(LIST_TOOL):

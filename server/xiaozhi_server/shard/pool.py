@@ -172,6 +172,9 @@ class WorkerPool:
         w, line = next(((w, line) for w, line in found if holder and (w.id, line["session"]) == holder), found[0])
         return RemoteView(self, w.id, line)
 
+    def held_devices(self):
+        return {d for w in self._workers.values() for d in w.held}
+
     async def call(self, wid, device_id, tool, args, timeout):
         """A device tool run by the session in worker wid: (text, is_error)."""
         w = self._workers.get(wid)

@@ -31,10 +31,12 @@ or a `<board>/<version>` User-Agent, never from a browser's User-Agent.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import pathlib
 import re
 import time
+import zoneinfo
 from typing import TYPE_CHECKING, Callable
 
 from aiohttp import web
@@ -98,6 +100,7 @@ class HttpServer:
         self.devices = None     # control.devices.Devices when the control plane runs
         self.fleet = None       # control.fleet.Node: which node a device is sent to
         self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
+        self.on_seen = None     # async fn(device_id, via, firmware): the control store lists every device seen
         self.limits = services.config["limits"]
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.guard = http_edge.make_guard(self.limits)
@@ -136,6 +139,12 @@ class HttpServer:
             log.warning("OTA refused for device %s", ident.device_id)
             return web.json_response({"error": "device not allowed"}, status=403)
         version = firmware_version(info, request.headers.get("User-Agent"))
+        if self.on_seen is not None and ident.device_id:
+            try:
+                await self.on_seen(ident.device_id, "ota", version)
+            except StoreUnavailable as e:      # the check goes on: listing it waits for its next one
+                self.log_throttle.log(logging.WARNING, "seen", "OTA check from %s not listed: %s",
+                                      ident.device_id, e.message)
         kind, grant = "open", None
         if self.devices is not None:
             try:
@@ -150,7 +159,7 @@ class HttpServer:
                                          headers={"Retry-After": "60"})
         elif [t for t in self.services.config["auth"].get("tokens") or [] if t]:
             kind = "activate"   # tokens, but no device registry to activate with: nothing to hand out
-        offset = -time.timezone // 60 if not time.daylight else -time.altzone // 60
+        offset = await self._zone_offset(ident.device_id)
         host = self.services.config["server"].get("public_host") or request.host.split(":")[0]
         control = None
         if kind == "granted":
@@ -161,10 +170,11 @@ class HttpServer:
         # the least loaded; this node when it is the one, or the store cannot say.
         other = await self.fleet.ws_url_for(ident.device_id) if self.fleet is not None else None
         websocket = {"url": other or self._ws_url_for(host)}
-        if kind == "granted":
-            websocket["token"] = grant["token"]
-        # else no `token` key at all: stock firmware stores what it is given,
-        # and an empty one would wipe a token configured on the device.
+        # Always there, empty when this device gets none (no token asked for,
+        # or not approved yet): stock clients (xiaozhi-sdk, py-xiaozhi) read
+        # the key unconditionally, and stock firmware sends no Authorization
+        # header for an empty one.
+        websocket["token"] = grant["token"] if kind == "granted" else ""
         body = proto.ota_response(
             {"timestamp": int(time.time() * 1000), "timezone_offset": offset},
             {"version": version, "url": ""}, websocket,
@@ -177,6 +187,22 @@ class HttpServer:
                  {"granted": ": credentials handed over", "activate": ": not activated, nothing handed over"}
                  .get(kind, ""))
         return web.json_response(body)
+
+    async def _zone_offset(self, device_id):
+        """Minutes east of UTC, now, in the device's zone (its family's
+        limits, else the default zone): the clock a child sees is theirs,
+        not the server host's."""
+        family = getattr(self.services, "family", None)
+        name = None
+        if family is not None:
+            try:
+                name = (await family.limits(device_id))["timezone"] if device_id else family.default_timezone
+            except Exception:       # an unknown or unusable id, the store away: the default zone
+                name = family.default_timezone
+        if name is None:
+            return -time.timezone // 60 if not time.daylight else -time.altzone // 60
+        now = datetime.datetime.now(zoneinfo.ZoneInfo(name))
+        return int(now.utcoffset().total_seconds() // 60)
 
     async def activate(self, request):
         """202 while the device's code waits for a parent, 200 once approved,
