@@ -82,8 +82,8 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000, token
 
 async def configure(dev, timeout_ms=10000):
     """Ask the device's OTA URL and apply the answer: the WebSocket URL, token
-    and protocol version, and the broker login for a configured broker (the
-    broker stays the configured one). An unreachable server changes nothing.
+    and protocol version, and the broker login (with the broker the answer
+    names, unless mqtt.url configures one). An unreachable server changes nothing.
     `ota_url` may be a list (the nodes of a fleet, docs/deploy.md): they are
     asked in turn, the one that answered last first."""
     urls = dev.cfg["ota_url"]
@@ -108,7 +108,12 @@ async def configure(dev, timeout_ms=10000):
     if info.get("version"):
         dev.version = info["version"]
     m = info.get("mqtt")
-    if m and (dev.cfg.get("mqtt") or {}).get("url"):
-        mc = dict(dev.cfg["mqtt"])
+    if m:
+        # The login is taken as stock firmware takes its mqtt section; the
+        # broker too, unless one is configured (mqtt.url: a broker reached
+        # another way than the server names, e.g. over TLS by name).
+        mc = dict(dev.cfg.get("mqtt") or {})
+        if not mc.get("url"):
+            mc["url"] = m["url"]
         mc["user"], mc["password"] = m["username"], m["password"]
         dev.cfg["mqtt"] = mc

@@ -68,14 +68,15 @@ class FamilyPlane:
             app, task = session.app, session.task
         elsewhere = d.get("held_by") if session is None and d.get("held_by") != self.node_id else None
         seen = [t for t in (d.get("received_at"), d.get("seen_at"), time.time() if session is not None else None) if t]
-        # What the parent can do with it: a device with an MQTT login (or that
-        # reports over MQTT) takes lessons, schedules and stop; one that only
-        # talks (a stock device on OTA + WebSocket) does not. `greyed` says,
-        # by control, why the console greys it out (codes the console words).
-        control = bool(d.get("login")) or d.get("state") is not None
+        # What the parent can do with it: a device that reports over MQTT
+        # takes lessons, schedules and stop; one that only talks (a stock
+        # device on OTA + WebSocket, which ignores the login it is handed)
+        # does not. `greyed` says, by control, why the console greys it out
+        # (codes the console words): no login at all, or one never used.
+        control = d.get("state") is not None
         greyed = {}
         if not control:
-            greyed["start"] = greyed["schedules"] = "voice_only"
+            greyed["start"] = greyed["schedules"] = "never_reported" if d.get("login") else "voice_only"
         if session is None:
             greyed["lessons"] = "online_elsewhere" if elsewhere else "offline"
         elif not session.has_tool(LIST_TOOL):

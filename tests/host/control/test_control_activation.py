@@ -2,7 +2,10 @@
 tokens configured, a device gets an activation code; once a parent approves
 it, the same Device-Id and Client-Id get the device's own WebSocket token
 and broker login, which work; anyone else still gets nothing. With no
-tokens configured (the loopback default) nothing secret is handed out."""
+token of any kind on loopback (`make run`'s default, where any local
+process may provision a device through the API) a device gets its own
+broker login from OTA, as stock firmware expects; with an API token set
+nothing secret is handed out."""
 import aiomqtt
 import pytest
 
@@ -76,7 +79,27 @@ async def test_an_approved_device_gets_credentials_that_work(start_control):
         assert (await eventually(reported))["report"]["state"] == proto.STATE_IDLE
 
 
-async def test_without_tokens_nothing_secret_is_handed_out(api):
+async def test_on_the_loopback_default_a_device_gets_its_broker_login_that_works(api):
+    status, ans = await ota(api, KID)
+    assert status == 200 and "activation" not in ans
+    login = ans["control_mqtt"]
+    assert login["url"] == "mqtt://127.0.0.1:%d" % api.server.broker.port and login["username"]
+    async with aiomqtt.Client("127.0.0.1", api.server.broker.port, username=login["username"],
+                              password=login["password"], identifier="kid") as c:
+        await c.publish(proto.topic(proto.TOPIC_RPT_STATE, KID["Device-Id"]),
+                        proto.encode(proto.mqtt_state(KID["Device-Id"], proto.STATE_IDLE)).encode(), qos=1)
+
+        async def listed():
+            rows = {d["device_id"]: d for d in (await api.get("/api/devices"))[1]["devices"]}
+            return rows.get(KID["Device-Id"], {}).get("state")
+        assert await eventually(listed) == proto.STATE_IDLE
+    assert (await ota(api, KID, "/xiaozhi/ota/activate"))[0] == 200
+    # No Client-Id (not a device's OTA check): nothing.
+    assert "username" not in (await ota(api, {"Device-Id": "02:00:00:00:aa:09"}))[1]["control_mqtt"]
+
+
+async def test_with_an_api_token_and_no_device_tokens_nothing_secret_is_handed_out(start_control):
+    api = await start_control(api_token="parents-token")
     status, ans = await ota(api, KID)
     assert status == 200
     assert ans["websocket"]["token"] == "" and "activation" not in ans
