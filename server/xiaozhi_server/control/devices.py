@@ -183,8 +183,8 @@ class Devices:
                     source_key(source), id_prefix(device_id), self.activation_limits)
                 if added == ADDED:
                     a = await self.store.activation_of(device_id, client_id)
-                    log.warning("device %s asks to be activated: code %s (approve with "
-                                "`xiaozhi-server devices approve %s`)", device_id, code, code)
+                    log.warning("device %s asks to be activated: code %s (approve it on the console's Devices "
+                                "page, or with `%s device approve %s`)", device_id, code, cli_command(), code)
                     break
                 if added != CODE_TAKEN:
                     why = {SOURCE_FULL: "too many activation codes wait for this address",
@@ -238,3 +238,15 @@ def _usable_id(device_id):
         return True
     except BadRequest:
         return False
+
+
+def cli_command():
+    """The command line tool as a parent types it here: the one beside this
+    Python (.venv/bin/xiaozhi-server from the checkout), else on PATH."""
+    import os
+    import sys
+    beside = os.path.join(os.path.dirname(sys.executable), "xiaozhi-server")
+    if os.path.exists(beside):
+        rel = os.path.relpath(beside)
+        return rel if not rel.startswith("..") else beside
+    return "xiaozhi-server"

@@ -60,7 +60,7 @@ def broker(config: dict) -> Broker:
                     port=int(m.get("tls_port") or 8883)) if tls.get("cert") else None
     return Broker(m.get("url"), m.get("port"), creds, admin_user=m.get("admin_user"),
                   admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")),
-                  tls=listener, ca_file=m.get("ca_file"))
+                  tls=listener, ca_file=m.get("ca_file"), link_port=int(m.get("link_port") or 0))
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,

@@ -67,12 +67,17 @@ CONSOLE_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; c
 _DEVICE_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*/v?([0-9]+(?:\.[0-9]+){1,3}(?:[-+][0-9A-Za-z.-]+)?)$")
 
 
+# User-Agents of browsers and HTTP tools, shaped like a board's but naming no firmware.
+HTTP_TOOLS = ("mozilla", "curl", "wget", "python-requests", "python-urllib", "python-httpx", "aiohttp",
+              "httpie", "go-http-client", "okhttp", "postmanruntime", "insomnia", "java", "node-fetch", "axios")
+
+
 def agent_version(user_agent: str | None) -> str | None:
     """The firmware version in a device's `<board>/<version>` User-Agent, or None.
     A browser's ("Mozilla/5.0 (X11; Linux x86_64) ...") names no firmware."""
     ua = (user_agent or "").strip()
     m = _DEVICE_AGENT.match(ua)
-    if m is None or ua.lower().startswith("mozilla/"):
+    if m is None or ua.lower().split("/")[0] in HTTP_TOOLS:
         return None
     return m.group(1)
 
