@@ -84,6 +84,7 @@ class FamilyPlane:
         return {"device_id": d["device_id"], "name": d.get("name"), "online": session is not None,
                 "online_elsewhere": elsewhere, "control": "mqtt" if control else "voice_only",
                 "greyed": greyed, "via": d.get("via"), "firmware": d.get("firmware"),
+                "timezone": d.get("timezone") or self.family.default_timezone,
                 "app": app, "task": task, "state": report.get("state"),
                 "battery": _int_or_none(report.get("battery")), "volume": _int_or_none(report.get("volume")),
                 "last_seen": int(max(seen)) if seen else None}

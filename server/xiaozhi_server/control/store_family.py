@@ -53,7 +53,7 @@ class FamilyRecords:
         def read():
             live = {r[0] for r in self._db.execute(self._live())}
             rows = self._db.execute(
-                "SELECT k.device_id, ds.name, st.state, st.received_at, d.via AS login_via, "
+                "SELECT k.device_id, ds.name, ds.timezone, st.state, st.received_at, d.via AS login_via, "
                 "sd.via, sd.firmware, sd.last_seen_at AS seen_at, sd.node_id FROM "
                 "(SELECT device_id FROM devices UNION SELECT device_id FROM device_states "
                 "UNION SELECT device_id FROM device_settings UNION SELECT device_id FROM seen_devices) k "
