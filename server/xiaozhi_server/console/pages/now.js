@@ -67,8 +67,8 @@ export async function render(root, ctx) {
   if (why) {
     for (const b of [...buttons, lessonForm.querySelector("#start-lesson")]) b.disabled = true;
   }
+  if (why) root.append(h("p", { id: "now-greyed", class: "status bad" }, t("greyed.why." + why)));
   root.append(
-    why ? h("p", { id: "now-greyed", class: "status bad" }, t("greyed.why." + why)) : null,
     section(t("now.play_title"), lessonForm),
     section(t("now.talk"), h("div", { class: "row" }, buttons), h("p", { class: "note" }, t("now.stop_note"))),
     section(t("now.said_title"), result, h("h3", {}, t("now.earlier")), recent));
