@@ -5,7 +5,9 @@ import { api, devicePath } from "../api.js";
 import { h, field, describeError } from "../ui.js";
 import { t } from "../i18n.js";
 
-export async function lessonPicker(deviceId, idPrefix, current) {
+// greyed: the device list's reason the card cannot be read (offline,
+// online_elsewhere, no_card), said when the device cannot answer.
+export async function lessonPicker(deviceId, idPrefix, current, greyed) {
   let lessons = null;
   let why = "";
   try {
@@ -13,8 +15,7 @@ export async function lessonPicker(deviceId, idPrefix, current) {
   } catch (e) {
     if (e.status === 401) throw e;
     why = e.unavailable ? t("lessons.unavailable")
-      : e.status === 503 ? (/online on node/.test(e.message) ? t("greyed.why.online_elsewhere")
-        : /no SD card player/.test(e.message) ? t("greyed.why.no_card") : t("greyed.why.offline")) : describeError(e);
+      : e.status === 503 ? t("greyed.why." + (greyed || "offline")) : describeError(e);
   }
   const names = (lessons || []).map((l) => (typeof l === "string" ? l : l.name)).filter(Boolean);
   if (current && !names.includes(current) && lessons) names.unshift(current);

@@ -42,7 +42,7 @@ export async function render(root, ctx) {
     else showDevice().catch(() => {});
   }, REFRESH_MS);
 
-  const lesson = await lessonPicker(deviceId, "now", null);
+  const lesson = await lessonPicker(deviceId, "now", null, (ctx.device.greyed || {}).lessons);
   const repeat = h("input", { id: "now-repeat", type: "number", min: "1", max: "100", value: "1" });
   const powerOff = h("input", { id: "now-power-off", type: "checkbox" });
   const lessonForm = h("form", { id: "lesson-form", onsubmit: (e) => {

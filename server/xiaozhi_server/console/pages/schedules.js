@@ -107,7 +107,8 @@ async function showEditor(editor, deviceId, s, ctx) {
     h("option", { value: "english_learning", selected: task.app_id === "english_learning" }, t("sched.a_lesson")),
     h("option", { value: "english_translation", selected: task.app_id === "english_translation" }, t("sched.translation")),
     h("option", { value: "chat", selected: task.app_id === "chat" }, t("sched.chat")));
-  const lesson = await lessonPicker(deviceId, "sched", task.params && task.params.name);
+  const lesson = await lessonPicker(deviceId, "sched", task.params && task.params.name,
+                                    (ctx.device.greyed || {}).lessons);
   const times = h("input", { type: "number", id: "sched-repeat", min: "1", max: "100",
                              value: (task.params && task.params.repeat) || 1 });
   const powerOff = h("input", { type: "checkbox", id: "sched-power-off", checked: task.params && task.params.power_off_after });
