@@ -16,7 +16,7 @@ run: setup
 	$(PY) -m xiaozhi_server run $(ARGS)
 
 sim: setup
-	$(PY) tools/sim.py $(if $(filter command line,$(origin BOARD)),--board $(BOARD)) $(ARGS)
+	$(PY) tools/sim.py --sample-lesson $(if $(filter command line,$(origin BOARD)),--board $(BOARD)) $(ARGS)
 
 # micropython-maybe: the MicroPython builds the firmware tests run on
 # (mk/micropython.mk), or a line saying why they are not built.

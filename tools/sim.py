@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -30,6 +31,7 @@ from simkit.pty_port import PtyPort  # noqa: E402
 from simkit.text_console import describe  # noqa: E402
 
 EXIT_OK, EXIT_CRASH, EXIT_USAGE = 0, 1, 2
+SAMPLE_LESSON = os.path.join(ROOT, "tools", "simkit", "sample", "lesson1.mp3")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 SIM_COMMANDS = ("say", "mic", "power_cut", "help")
 HELP = ("commands: wake [WORD] | say TEXT | mic FILE.wav | phrase TEXT | button | status | "
@@ -47,6 +49,8 @@ def parse_args(argv):
     p.add_argument("--state", default=os.path.join("var", "sim"), help="state directory kept between runs")
     p.add_argument("--advance", type=float, default=0, help="seconds that passed while the board was off")
     p.add_argument("--sd", help="directory to use as the SD card (default STATE/sd)")
+    p.add_argument("--sample-lesson", action="store_true",
+                   help="an empty SD card gets a sample lesson (lesson1.mp3; `make sim` passes it)")
     p.add_argument("--speed", type=float, help="run the simulated clock N times faster")
     p.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     p.add_argument("--pty", action="store_true", help="also serve the console on a pseudo-terminal")
@@ -77,6 +81,13 @@ def prepare_state(args):
     the MAC. Other keys in an existing config.json are kept."""
     state = os.path.abspath(args.state)
     os.makedirs(os.path.join(state, "sd"), exist_ok=True)
+    card = os.path.abspath(args.sd) if args.sd else os.path.join(state, "sd")
+    if getattr(args, "sample_lesson", False) and os.path.isdir(card) and not os.listdir(card):
+        # A first `make sim`: something to play from the console's Now page
+        # (a 1.5 s sample; the parent's own MP3 files go in the same folder).
+        shutil.copy(SAMPLE_LESSON, os.path.join(card, "lesson1.mp3"))
+        print("sim: the SD card %s was empty: it has a sample lesson, lesson1.mp3 (put MP3 lessons there)"
+              % (card if os.path.relpath(card).startswith("..") else os.path.relpath(card)), file=sys.stderr)
     path = os.path.join(state, "config.json")
     cfg = {}
     if os.path.exists(path):

@@ -66,7 +66,9 @@ def _run(args):
         if server.broker.tls is not None:
             print("  MQTT TLS  : %s" % server.broker.device_url(server.broker.tls["host"]))
         if server.control is not None:
+            print("  console   : %s/console/ (%s)" % (server.http.base_url, _console_login(cfg)))
             print("  API       : %s/api/devices/{device_id} (docs/api.md)" % server.http.base_url)
+        print("  voice     : ASR %s, TTS %s, VAD %s" % tuple(_provider(cfg, k) for k in ("asr", "tts", "vad")))
         print("  LLM       : %s" % llm)
         if server.node is not None:
             print("  store     : %s" % server.control.store.address)
@@ -76,6 +78,8 @@ def _run(args):
             print("  workers   : %d processes share the WebSocket port (pids %s)"
                   % (server.pool.count, ", ".join(str(p) for p in server.pool.pids().values())))
         print("  config    : %s" % (args.config or configmod.DEFAULT_PATH))
+        for line in _next_steps(cfg, server, llm):
+            print(line)
         sys.stdout.flush()
         # Ctrl-C stops at once; SIGTERM (a service manager's stop) and `node drain`
         # drain first: no new devices, replies finish, sessions closed (docs/deploy.md).
@@ -99,6 +103,38 @@ def _run(args):
         return 0
 
     return asyncio.run(main())
+
+
+def _provider(cfg, section):
+    """A provider section in a few words: its type (a fallback's chain)."""
+    p = cfg.get(section) or {}
+    kind = p.get("type") or "none"
+    if kind == "fallback":
+        return " > ".join(_provider({"x": q}, "x") for q in p.get("providers") or [])
+    return kind + ("/" + p["voice"] if p.get("voice") else "")
+
+
+def _console_login(cfg):
+    if (cfg.get("control") or {}).get("api_token"):
+        return "log in with control.api_token"
+    return "no login asked on loopback"
+
+
+def _next_steps(cfg, server, llm):
+    """What a newcomer does next, as commands that work from the checkout."""
+    from .control.devices import cli_command
+    out = ["", "next:"]
+    out.append("  make sim                a simulated board talking to this server (its card: var/sim/sd)")
+    if cfg["auth"].get("tokens"):
+        out.append("  a new device says a six-digit code: approve it on the console, or with")
+        out.append("  %s device approve CODE" % cli_command())
+    out.append("  a real board: set its OTA URL to %s" % server.http.ota_url)
+    if not server.http.ssl and not configmod.is_loopback(cfg["server"]["host"]):
+        out.append("  phones and browsers elsewhere need TLS: tls.cert / tls.key (docs/security.md, TLS)")
+    if (llm or "").startswith("none"):
+        out.append("  no language model: devices say so instead of chatting; set the llm section of")
+        out.append("  var/server.yaml or OPENAI_BASE_URL / OPENAI_API_KEY (docs/providers.md)")
+    return out
 
 
 def _raise_fd_limit():

@@ -153,6 +153,10 @@ DEFAULTS = {
         # it refuses anonymous clients and checks each device's credentials and topics.
         "url": None,
         "port": 1883,
+        # The loopback port of the broker started here that takes only the
+        # server's own link (control/broker.py); 0: a free one at each start.
+        # Set it when a firewall or a second server on this host must know it.
+        "link_port": 0,
         # The broker started here listens for devices with TLS on this port
         # of server.host when tls.cert is set (its plain port stays on loopback).
         "tls_port": 8883,
@@ -242,6 +246,8 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "XIAOZHI_TLS_KEY": ("tls", "key", str),
     "XIAOZHI_TLS_ALLOW_PLAIN": ("tls", "allow_plain", lambda v: _flag("XIAOZHI_TLS_ALLOW_PLAIN", v)),
     "MQTT_URL": ("mqtt", "url", str),
+    "XIAOZHI_MQTT_PORT": ("mqtt", "port", int),
+    "XIAOZHI_MQTT_LINK_PORT": ("mqtt", "link_port", int),
     "XIAOZHI_DB_URL": ("control", "db_url", str),
     "XIAOZHI_API_TOKEN": ("control", "api_token", str),
     "XIAOZHI_VISION_URL": ("vision", "explain_url", str),

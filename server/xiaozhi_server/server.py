@@ -69,13 +69,13 @@ class XiaozhiServer:
             self.control.on_drain_asked = self._drain_asked
             # The family's limits are checked, and usage counted, by the sessions.
             self.services.family = self.control.family
-            self.control.sessions_here = self.pool is None
             self.control.session_of = self._session_of
             if self.pool is None:
                 # Sessions here keep their conversation in the control store (workers open their own).
                 self.services.conversations = self.control.store
             # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
             self.http.devices = self.control.devices
+            self.http.on_seen = self.control.saw_device     # listed for the parents from its first OTA check
             self.ws.device_token_ok = self.control.devices.token_valid
             # Sessions here read and keep the family's records in the same store
             # (workers open their own connection to it: shard/worker.py).
@@ -85,8 +85,19 @@ class XiaozhiServer:
                 self.services.wake_floor = WakeArbiter(self.control.store, window_s(config))
 
     def _session_of(self, device_id):
-        """The device's open voice session in this process, or None."""
-        return next((s for s in self.services.sessions if s.device_id == device_id and not s.closed), None)
+        """The device's open voice session on this node, in this process or a
+        worker's, as the control plane sees it (session/view.py); or None."""
+        if self.pool is not None:
+            return self.pool.view_of(device_id)
+        from .session.view import LocalView
+        session = next((s for s in self.services.sessions if s.device_id == device_id and not s.closed), None)
+        return LocalView(session) if session is not None else None
+
+    def _held_devices(self):
+        """The devices with a voice session on this node."""
+        if self.pool is not None:
+            return self.pool.held_devices()
+        return {s.device_id for s in self.services.sessions if s.device_id and not s.closed}
 
     def _ws_url_for(self, host):
         return "%s://%s:%d%s" % ("wss" if self.ws.ssl else "ws", host, self.ws.port, self.ws.path)
@@ -149,7 +160,8 @@ class XiaozhiServer:
         self.node = Node(self.control.store, self.control.node_id, url,
                          "%s://%s:%d" % ("https" if self.http.ssl else "http",
                                          self.config["server"].get("public_host") or self.http.host, self.http.port),
-                         self.sessions, float(fleet["heartbeat_s"]), on_drain_asked=self._drain_asked)
+                         self.sessions, float(fleet["heartbeat_s"]), on_drain_asked=self._drain_asked,
+                         held=self._held_devices)
         await self.node.start()
         self.http.fleet = self.node
 

@@ -129,6 +129,7 @@ def test_the_walk_sees_type_only_and_function_level_imports(tmp_path):
 def test_session_keeps_the_connection_only():
     """No stage of the voice pipeline lives in session/: it is the connection
     and the dispatch of its messages (docs/server.md), with the answers to
-    the messages it refuses (refusal.py)."""
+    the messages it refuses (refusal.py), and what the control plane may see
+    and do of it, in whichever process (view.py)."""
     files = sorted(p.name for p in (PACKAGE / "session").glob("*.py"))
-    assert files == ["__init__.py", "refusal.py", "session.py"], files
+    assert files == ["__init__.py", "refusal.py", "session.py", "view.py"], files

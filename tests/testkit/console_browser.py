@@ -27,8 +27,9 @@ class NoChromium(Exception):
     pass
 
 
-def chromium(width=1100, height=1000):
-    """A headless Chromium from Debian's packages (chromium, chromium-driver)."""
+def chromium(width=1100, height=1000, lang="en-US"):
+    """A headless Chromium from Debian's packages (chromium, chromium-driver),
+    preferring the language `lang` (zh-CN: the console speaks Chinese)."""
     binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not binary or not driver_path:
         raise NoChromium("Debian's chromium and chromium-driver are needed "
@@ -36,9 +37,10 @@ def chromium(width=1100, height=1000):
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=%d,%d" % (width, height), "--lang=en-US", "--no-first-run", "--disable-extensions",
+                "--window-size=%d,%d" % (width, height), "--lang=" + lang, "--no-first-run", "--disable-extensions",
                 "--hide-scrollbars"):
         opts.add_argument(arg)
+    opts.add_experimental_option("prefs", {"intl.accept_languages": lang})
     opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})    # script errors, for script_errors()
     offline = os.environ.get("SE_OFFLINE")
     os.environ["SE_OFFLINE"] = "true"      # selenium must never fetch a browser or a driver

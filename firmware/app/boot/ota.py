@@ -58,7 +58,7 @@ async def _ask(url, headers, body, timeout_ms):
     return ans
 
 
-async def check(url, identity, clock, board_name="host", timeout_ms=10000, token=""):
+async def check(url, identity, clock, board_name="host", timeout_ms=10000, token="", say=None):
     headers = {"Device-Id": identity.device_id, "Client-Id": identity.client_id,
                "Activation-Version": "1", "Content-Type": "application/json",
                "User-Agent": "%s/%s" % (board_name, FIRMWARE_VERSION)}
@@ -71,7 +71,7 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000, token
     clock.set_time(ans["server_time"]["timestamp"] // 1000)
     if ans.get("activation"):
         from app.boot import activation
-        if await activation.wait_approved(url, headers, ans["activation"], timeout_ms):
+        if await activation.wait_approved(url, headers, ans["activation"], timeout_ms, say):
             ans = await _ask(url, headers, body, timeout_ms) or ans
     w = ans["websocket"]
     m = ans.get("control_mqtt") or {}
@@ -80,10 +80,20 @@ async def check(url, identity, clock, board_name="host", timeout_ms=10000, token
     return {"url": w["url"], "token": w.get("token", ""), "version": w.get("version"), "mqtt": mqtt}
 
 
+async def say_code(dev, code):
+    """The activation code aloud: the rendered words, then each digit in the
+    board's language (app/entry/prompts.py); the `activation` event too."""
+    frames = await dev.entry.say("activation_code")
+    for d in code:
+        if "0" <= d <= "9":
+            frames += await dev.entry.say("digit_" + d)
+    dev.bus.emit("activation", code=code, frames=frames)
+
+
 async def configure(dev, timeout_ms=10000):
     """Ask the device's OTA URL and apply the answer: the WebSocket URL, token
-    and protocol version, and the broker login for a configured broker (the
-    broker stays the configured one). An unreachable server changes nothing.
+    and protocol version, and the broker login (with the broker the answer
+    names, unless mqtt.url configures one). An unreachable server changes nothing.
     `ota_url` may be a list (the nodes of a fleet, docs/deploy.md): they are
     asked in turn, the one that answered last first."""
     urls = dev.cfg["ota_url"]
@@ -93,7 +103,8 @@ async def configure(dev, timeout_ms=10000):
     info = None
     for i in range(len(urls)):
         k = (start + i) % len(urls)
-        info = await check(urls[k], dev.identity, dev.board.clock, dev.board.name, timeout_ms, dev.token)
+        info = await check(urls[k], dev.identity, dev.board.clock, dev.board.name, timeout_ms, dev.token,
+                           lambda code: say_code(dev, code))
         if info is not None:
             dev.ota_index = k
             break
@@ -108,7 +119,12 @@ async def configure(dev, timeout_ms=10000):
     if info.get("version"):
         dev.version = info["version"]
     m = info.get("mqtt")
-    if m and (dev.cfg.get("mqtt") or {}).get("url"):
-        mc = dict(dev.cfg["mqtt"])
+    if m:
+        # The login is taken as stock firmware takes its mqtt section; the
+        # broker too, unless one is configured (mqtt.url: a broker reached
+        # another way than the server names, e.g. over TLS by name).
+        mc = dict(dev.cfg.get("mqtt") or {})
+        if not mc.get("url"):
+            mc["url"] = m["url"]
         mc["user"], mc["password"] = m["username"], m["password"]
         dev.cfg["mqtt"] = mc

@@ -3,6 +3,7 @@
 
 import { api } from "./api.js";
 import { h, describeError, statusLine } from "./ui.js";
+import { LANGS, choose, lang, loadMessages, t } from "./i18n.js";
 import { listDevices, selected, select, label } from "./devices.js";
 import * as devicesPage from "./pages/devices.js";
 import * as nowPage from "./pages/now.js";
@@ -12,13 +13,14 @@ import * as activityPage from "./pages/activity.js";
 import * as memoryPage from "./pages/memory.js";
 
 const PAGES = [
-  { id: "devices", title: "Devices", page: devicesPage, perDevice: false },
-  { id: "now", title: "Now", page: nowPage, perDevice: true },
-  { id: "schedules", title: "Schedules", page: schedulesPage, perDevice: true },
-  { id: "limits", title: "Limits", page: limitsPage, perDevice: true },
-  { id: "activity", title: "What the child did", page: activityPage, perDevice: true },
-  { id: "memory", title: "Memory", page: memoryPage, perDevice: true },
+  { id: "devices", page: devicesPage, perDevice: false },
+  { id: "now", page: nowPage, perDevice: true },
+  { id: "schedules", page: schedulesPage, perDevice: true },
+  { id: "limits", page: limitsPage, perDevice: true },
+  { id: "activity", page: activityPage, perDevice: true },
+  { id: "memory", page: memoryPage, perDevice: true },
 ];
+const title = (entry) => t("page." + entry.id);
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -45,13 +47,13 @@ async function render() {
   }
   const here = h("div", { id: "page-" + entry.id, class: "page" });
   main.replaceChildren(here);
-  const ctx = { reload: render, loggedOut: () => showLogin("You are logged out. Type the token again.") };
+  const ctx = { reload: render, loggedOut: () => showLogin(t("login.logged_out")) };
   try {
     if (entry.perDevice) {
       const { devices } = await listDevices();
       if (!devices.length) {
-        here.append(h("p", { class: "note" }, "No device yet. Approve one on the ",
-                      h("a", { href: "#devices" }, "Devices"), " page first."));
+        here.append(h("p", { class: "note" }, t("app.no_device_before"),
+                      h("a", { href: "#devices" }, t("page.devices")), t("app.no_device_after")));
         return;
       }
       let deviceId = selected();
@@ -62,14 +64,15 @@ async function render() {
       const picker = h("select", { id: "device-picker", onchange: () => { select(picker.value); render(); } },
                        devices.map((d) => h("option", { value: d.device_id, selected: d.device_id === deviceId },
                                             label(d))));
-      here.append(h("label", { class: "picker" }, h("span", {}, "Device"), picker));
+      here.append(h("label", { class: "picker" }, h("span", {}, t("app.device")), picker));
       ctx.device = devices.find((d) => d.device_id === deviceId);
+      ctx.timezone = ctx.device.timezone;     // dates and times in the device's zone
     }
-    here.append(h("h1", {}, entry.title));
+    here.append(h("h1", {}, title(entry)));
     await entry.page.render(here, ctx);
     here.dataset.ready = "1";
   } catch (e) {
-    if (e.status === 401) return showLogin("You are logged out. Type the token again.");
+    if (e.status === 401) return showLogin(t("login.logged_out"));
     const line = statusLine("page-error");
     line.show(describeError(e), "bad");
     here.append(line);
@@ -80,7 +83,7 @@ async function render() {
 loginForm.addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = document.getElementById("token");
-  loginStatus.textContent = "Checking…";
+  loginStatus.textContent = t("login.checking");
   try {
     await api.post("/api/session", { token: input.value });
     input.value = "";
@@ -88,7 +91,7 @@ loginForm.addEventListener("submit", async (event) => {
     await render();
   } catch (e) {
     input.select();
-    loginStatus.textContent = e.status === 401 ? "That is not the right token. Try again." : describeError(e);
+    loginStatus.textContent = e.status === 401 ? t("login.wrong_token") : describeError(e);
   }
 });
 
@@ -96,18 +99,31 @@ logoutButton.addEventListener("click", async () => {
   try {
     await api.del("/api/session");
   } finally {
-    showLogin("You are logged out.");
+    showLogin(t("login.logged_out_plain"));
   }
 });
 
-for (const entry of PAGES) {
-  nav.append(h("a", { href: "#" + entry.id, "data-page": entry.id }, entry.title));
+function drawNav() {
+  nav.replaceChildren(...PAGES.map((entry) => h("a", { href: "#" + entry.id, "data-page": entry.id }, title(entry))));
 }
+
+// The language switch, on every page (the login too): the other language, in its own words.
+const langSwitch = document.getElementById("lang-switch");
+langSwitch.addEventListener("click", async () => {
+  const other = LANGS.find((l) => l !== lang);
+  choose(other);
+  await loadMessages(other);
+  drawNav();
+  if (document.body.dataset.view === "app") await render();
+});
+
 window.addEventListener("hashchange", () => {
   if (document.body.dataset.view === "app") render();
 });
 
 (async () => {
+  await loadMessages();
+  drawNav();
   try {
     await api.get("/api/session");
     await render();

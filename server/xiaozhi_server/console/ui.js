@@ -1,5 +1,7 @@
 // Small DOM helpers and the plain words the console uses for what the
-// server and the device answer.
+// server and the device answer (words from the message tables, i18n.js).
+
+import { t, when } from "./i18n.js";
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -33,7 +35,7 @@ export function section(title, ...children) {
 }
 
 export function unavailable(what) {
-  return h("p", { class: "note unavailable" }, what + ": not available on this server.");
+  return h("p", { class: "note unavailable" }, t("ui.unavailable", { what }));
 }
 
 export function field(label, input, hint) {
@@ -42,53 +44,44 @@ export function field(label, input, hint) {
 
 // What to tell a parent when a call failed.
 export function describeError(e) {
-  if (!e || e.status === undefined) return "Something went wrong: " + e;
+  if (!e || e.status === undefined) return t("error.generic", { what: String(e) });
   if (e.unavailable) return e.message;
   if (e.status === 0) return e.message;
-  if (e.status === 401) return "You are logged out. Type the token again.";
-  if (e.status === 403) return "The server refused this: " + e.message;
-  if (e.code === "device_busy") return "The device has too much to do right now. Try again in a moment.";
-  if (e.code === "broker_unavailable") return "The server cannot reach the devices right now. Try again in a moment.";
-  if (e.status === 503) return "Not reachable right now (" + e.message + "). Try again in a moment.";
+  if (e.status === 401) return t("login.logged_out");
+  if (e.status === 403) return t("error.refused", { message: e.message });
+  if (e.code === "device_busy") return t("error.device_busy");
+  if (e.code === "broker_unavailable") return t("error.broker_unavailable");
+  if (e.status === 503) return t("error.unreachable", { message: e.message });
   return e.message;
 }
 
 // The board's ack reasons (shared/protocol/schemas/mqtt/ack.json, firmware/app/control).
-const REASONS = {
-  busy: "it is busy with something more important",
-  lower_priority: "something more important is running",
-  not_found: "that lesson is not on its card",
-  skill_failed: "it could not do it",
-  server_unreachable: "it cannot reach the server",
-  invalid_request: "it did not understand the request",
-  too_large: "the request was too big",
-  invalid_alarm: "the schedule does not fit the device",
-  replayed: "it had already handled a newer request",
-  stale: "the request was too old when it arrived",
-};
+const REASONS = ["busy", "lower_priority", "not_found", "skill_failed", "server_unreachable", "invalid_request",
+                 "too_large", "invalid_alarm", "replayed", "stale"];
 
 // The device's answer (rpt/ack) in plain words; null: no answer yet.
 export function describeAck(ack) {
-  if (!ack) return { text: "Sent. The device has not answered yet (it may be off or asleep).", kind: "" };
-  if (ack.ok) return { text: "Done: the device started it.", kind: "ok" };
-  const why = REASONS[ack.reason] || ack.message || ack.reason || "no reason given";
-  return { text: "The device said no: " + why + ".", kind: "bad" };
+  if (!ack) return { text: t("ack.none"), kind: "" };
+  if (ack.ok) return { text: t("ack.ok"), kind: "ok" };
+  const why = REASONS.includes(ack.reason) ? t("ack.reason." + ack.reason)
+    : ack.message || ack.reason || t("ack.no_reason");
+  return { text: t("ack.refused", { why }), kind: "bad" };
 }
 
-export function ago(epochSeconds) {
-  if (!epochSeconds) return "never";
+export function ago(epochSeconds, timeZone) {
+  if (!epochSeconds) return t("time.never");
   const s = Math.max(0, Math.round(Date.now() / 1000 - epochSeconds));
-  if (s < 60) return "just now";
-  if (s < 3600) return Math.round(s / 60) + " min ago";
-  if (s < 86400) return Math.round(s / 3600) + " h ago";
-  return new Date(epochSeconds * 1000).toLocaleString();
+  if (s < 60) return t("time.just_now");
+  if (s < 3600) return t("time.min_ago", { n: Math.round(s / 60) });
+  if (s < 86400) return t("time.h_ago", { n: Math.round(s / 3600) });
+  return when(epochSeconds, timeZone);
 }
 
-const APPS = { chat: "chatting", english_learning: "a lesson", english_translation: "translating" };
+const APPS = ["chat", "english_learning", "english_translation"];
 
 export function doing(app, task, player) {
-  if (!app) return "nothing reported";
-  let text = APPS[app] || app;
+  if (!app) return t("doing.nothing");
+  let text = APPS.includes(app) ? t("doing." + app) : app;
   if (app === "english_learning" && player && player.name) text += " (" + player.name + ")";
   return text;
 }

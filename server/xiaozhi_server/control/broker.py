@@ -124,7 +124,7 @@ def listening(host, port, timeout=0.2):
 
 class Broker:
     def __init__(self, url=None, port=None, credentials=None, admin_user=None, admin_password=None,
-                 allow_open=False, tls=None, ca_file=None):
+                 allow_open=False, tls=None, ca_file=None, link_port=None):
         """credentials: a loaded credentials.Credentials (the server's own
         login and the admin's on the broker started here); admin_user and
         admin_password: the dynamic security admin (default for the broker
@@ -149,7 +149,7 @@ class Broker:
         self._proc = None
         self._dir = None
         self.log_path = None
-        self.link_port = None       # the server's own loopback port on the broker started here
+        self.link_port = link_port or None      # the server's own loopback port on the broker started here
         self.on_takeover = None     # fn(device_id): a session takeover the broker logged
         self.takeovers = 0
         self._log_at = 0            # how far the log has been read

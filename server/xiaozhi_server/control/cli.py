@@ -14,6 +14,11 @@ API of a running server (so the server stays the one writer of the store):
     xiaozhi-server node list | node drain [NODE_ID] [--wait S]    (cli_nodes.py)
     (`devices` works as well as `device`)
 
+The server's address and API token come from --server/--token, else
+$XIAOZHI_SERVER/$XIAOZHI_API_TOKEN, else the config the server reads
+(var/server.yaml and its XIAOZHI_* overrides: server.http_port,
+control.api_token), so a server on another port is found as it runs.
+
 Exit status: 0 done, 1 the server refused or is not running, 2 bad arguments.
 """
 import datetime
@@ -38,12 +43,32 @@ class CliError(Exception):
         self.status = status
 
 
+def config_defaults(path=None):
+    """(server URL, API token) as the server's own config gives them; the
+    built-in defaults when it is missing or unreadable."""
+    from .. import config as configmod
+    try:
+        cfg = configmod.load(path, write_default=False)
+    except (configmod.ConfigError, OSError):
+        return DEFAULT_SERVER, None
+    host = cfg["server"]["host"]
+    if not host or host in ("0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"      # a wildcard bind answers on loopback too
+    elif ":" in host and not host.startswith("["):
+        host = "[%s]" % host
+    scheme = "https" if (cfg.get("tls") or {}).get("cert") else "http"
+    return "%s://%s:%d" % (scheme, host, int(cfg["server"]["http_port"])), \
+        (cfg.get("control") or {}).get("api_token") or None
+
+
 def add_parsers(sub):
+    server, token = config_defaults()
+
     def common(p):
-        p.add_argument("--server", default=os.environ.get("XIAOZHI_SERVER", DEFAULT_SERVER),
-                       help="the running server's HTTP address (default %s)" % DEFAULT_SERVER)
-        p.add_argument("--token", default=os.environ.get("XIAOZHI_API_TOKEN"),
-                       help="API token (control.api_token; default $XIAOZHI_API_TOKEN)")
+        p.add_argument("--server", default=os.environ.get("XIAOZHI_SERVER") or server,
+                       help="the running server's HTTP address (default %s: var/server.yaml's)" % server)
+        p.add_argument("--token", default=os.environ.get("XIAOZHI_API_TOKEN") or token,
+                       help="API token (default $XIAOZHI_API_TOKEN, else control.api_token)")
 
     t = sub.add_parser("task", help="start a task on a device now").add_subparsers(dest="action", required=True)
     p = t.add_parser("start", help="send START_APP_TASK")

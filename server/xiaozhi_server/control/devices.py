@@ -38,6 +38,8 @@ import secrets
 import time
 
 from ..logthrottle import LogThrottle
+from . import checks
+from .errors import BadRequest
 from .store_devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
 
 log = logging.getLogger(__name__)
@@ -76,11 +78,17 @@ def source_key(address: str | None) -> str | None:
 
 class Devices:
     def __init__(self, store, credentials, broker, auth_on=False, public_host=None,
-                 activation_ttl_s=ACTIVATION_TTL_S, activation_limits=ActivationLimits()):
+                 activation_ttl_s=ACTIVATION_TTL_S, activation_limits=ActivationLimits(), open_grants=False):
+        """open_grants: no device tokens, no API token, loopback only (the
+        `make run` default): any local process may provision a device through
+        the API already, so OTA hands a device its broker login as stock
+        firmware expects, and the board reaches the console without a
+        parent's step (docs/sim.md's first session)."""
         self.store = store
         self.creds = credentials
         self.broker = broker
         self.auth_on = auth_on
+        self.open_grants = open_grants and not auth_on
         self.public_host = public_host
         self.activation_ttl_s = activation_ttl_s
         self.activation_limits = activation_limits
@@ -154,6 +162,8 @@ class Devices:
         ("activate", code dict) anyone else: an activation code (None without a Client-Id)
         ("busy", why)           a limit on waiting codes keeps this caller from a new one"""
         if not self.auth_on:
+            if self.open_grants and device_id and client_id and _usable_id(device_id):
+                return "granted", await self.provision(device_id, via="ota")
             return "open", None
         if not device_id:
             return "activate", None
@@ -173,8 +183,8 @@ class Devices:
                     source_key(source), id_prefix(device_id), self.activation_limits)
                 if added == ADDED:
                     a = await self.store.activation_of(device_id, client_id)
-                    log.warning("device %s asks to be activated: code %s (approve with "
-                                "`xiaozhi-server devices approve %s`)", device_id, code, code)
+                    log.warning("device %s asks to be activated: code %s (approve it on the console's Devices "
+                                "page, or with `%s device approve %s`)", device_id, code, cli_command(), code)
                     break
                 if added != CODE_TAKEN:
                     why = {SOURCE_FULL: "too many activation codes wait for this address",
@@ -220,3 +230,23 @@ class Devices:
         self._revoked.discard(a["device_id"])
         log.info("device %s activated with code %s", a["device_id"], code)
         return a["device_id"]
+
+
+def _usable_id(device_id):
+    try:
+        checks.device_id(device_id)
+        return True
+    except BadRequest:
+        return False
+
+
+def cli_command():
+    """The command line tool as a parent types it here: the one beside this
+    Python (.venv/bin/xiaozhi-server from the checkout), else on PATH."""
+    import os
+    import sys
+    beside = os.path.join(os.path.dirname(sys.executable), "xiaozhi-server")
+    if os.path.exists(beside):
+        rel = os.path.relpath(beside)
+        return rel if not rel.startswith("..") else beside
+    return "xiaozhi-server"

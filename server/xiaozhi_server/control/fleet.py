@@ -1,6 +1,6 @@
 """This server as one node of several sharing a store (docs/deploy.md).
 
-    node = Node(store, node_id, ws_url, http_url, sessions=lambda: 3)
+    node = Node(store, node_id, ws_url, http_url, sessions=lambda: 3, held=lambda: {"dev1"})
     await node.start()                 # registered, heartbeat every heartbeat_s
     url = await node.ws_url_for(dev)   # another node's URL for this device, or None: this one
     await node.drain()                 # no device is sent here any more
@@ -11,6 +11,9 @@ state stored for it, so `xiaozhi-server node drain NODE` on any node
 reaches this one: `on_drain_asked` runs. A node whose row was forgotten
 (it was cut off for long) registers again. When the store is away the
 node goes on serving the devices it has, and OTA sends devices to it.
+With each beat the node also writes which devices' voice sessions opened
+or ended here since the last one (`held`), so every node's console says
+where a device is online.
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ def new_node_id(public_host: str | None, ws_port: int) -> str:
 class Node:
     def __init__(self, store: Store, node_id: str, ws_url: str | None, http_url: str | None,
                  sessions: Callable[[], int], heartbeat_s: float = 1.0,
-                 on_drain_asked: Callable[[], None] | None = None) -> None:
+                 on_drain_asked: Callable[[], None] | None = None,
+                 held: Callable[[], set] | None = None) -> None:
         self.store = store
         self.id = node_id
         self.ws_url = ws_url
@@ -48,6 +52,8 @@ class Node:
         self.sessions = sessions
         self.heartbeat_s = heartbeat_s
         self.on_drain_asked = on_drain_asked
+        self.held = held
+        self._written: set = set()      # the held devices the store has from this node
         self.draining = False
         self.beats = 0
         self._task: asyncio.Task | None = None
@@ -74,6 +80,11 @@ class Node:
                     self.draining = True
                     if self.on_drain_asked is not None:
                         self.on_drain_asked()
+                if self.held is not None:
+                    now = set(self.held())
+                    if now != self._written:
+                        await self.store.set_held(self.id, now - self._written, self._written - now)
+                        self._written = now
                 self.beats += 1
             except StoreUnavailable as e:
                 self._throttle.log(logging.WARNING, "heartbeat", "node %s: no heartbeat: %s", self.id, e.message)

@@ -2,17 +2,18 @@
 plane.ControlPlane): the devices it knows, a device's name, forgetting a
 device, the lessons on its card, its limits and its usage.
 
-    await plane.list_devices()                  # [{device_id, name, online, app, task, ...}]
+    await plane.list_devices()                  # [{device_id, name, online, online_elsewhere, control, greyed, ...}]
+    await plane.saw_device("dev1", "ota", "1.6.0")   # an OTA check: listed from now on
     await plane.rename_device("dev1", {"name": "Mia's bear"})
     await plane.forget_device("dev1")           # every row, credentials revoked
     await plane.lessons("dev1")                 # self.mp3.get_list over its voice session
     await plane.get_limits("dev1"); await plane.put_limits("dev1", body)
     await plane.usage("dev1", days=7)
 
-A device is online when it has a voice session (WebSocket) on this server:
-that is what can answer a tool call now. `session_of(device_id)` finds it;
-the server sets it (a server whose sessions live in worker processes
-cannot reach them from here: lessons() answers 503 and says so).
+A device is online when it has a voice session (WebSocket) on this node:
+that is what can answer a tool call now. `session_of(device_id)` finds it,
+in this process or in whichever worker process holds it, as a view
+(session/view.py: app, task, has_tool, call_tool, close); the server sets it.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ..runtime.lessons import lesson_names
 from . import checks
 from .errors import BadRequest, ControlError, NotFound
 from .family import MAX_USAGE_DAYS, check_name
+from .store_devices import MAX_SEEN
 
 if TYPE_CHECKING:
     from .devices import Devices
@@ -48,9 +50,9 @@ class FamilyPlane:
     devices: Devices | None
     family: Family
     forgetters: list[Callable[[str], Awaitable[Any]]]
+    node_id: str
 
     session_of: Callable[[str], Any] = staticmethod(lambda device_id: None)
-    sessions_here = True        # False when sessions live in worker processes
 
     async def _known(self, device_id):
         """NotFound unless the store knows the device."""
@@ -61,15 +63,41 @@ class FamilyPlane:
     def _row(self, d):
         report = json.loads(d["state"]) if d.get("state") else {}
         session = self.session_of(d["device_id"])
-        runtime = getattr(session, "runtime", None) if session is not None else None
         app, task = report.get("active_app_id"), report.get("active_task_id")
-        if runtime is not None and runtime.task is not None:
-            app, task = runtime.task.app_id, runtime.task.id
-        seen = [t for t in (d.get("received_at"), time.time() if session is not None else None) if t]
+        if session is not None and session.task is not None:
+            app, task = session.app, session.task
+        elsewhere = d.get("held_by") if session is None and d.get("held_by") != self.node_id else None
+        seen = [t for t in (d.get("received_at"), d.get("seen_at"), time.time() if session is not None else None) if t]
+        # What the parent can do with it: a device that reports over MQTT
+        # takes lessons, schedules and stop; one that only talks (a stock
+        # device on OTA + WebSocket, which ignores the login it is handed)
+        # does not. `greyed` says, by control, why the console greys it out
+        # (codes the console words): no login at all, or one never used.
+        control = d.get("state") is not None
+        greyed = {}
+        if not control:
+            greyed["start"] = greyed["schedules"] = "never_reported" if d.get("login") else "voice_only"
+        if session is None:
+            greyed["lessons"] = "online_elsewhere" if elsewhere else "offline"
+        elif not session.has_tool(LIST_TOOL):
+            greyed["lessons"] = "no_card"
         return {"device_id": d["device_id"], "name": d.get("name"), "online": session is not None,
+                "online_elsewhere": elsewhere, "control": "mqtt" if control else "voice_only",
+                "greyed": greyed, "via": d.get("via"), "firmware": d.get("firmware"),
+                "timezone": d.get("timezone") or self.family.default_timezone,
                 "app": app, "task": task, "state": report.get("state"),
                 "battery": _int_or_none(report.get("battery")), "volume": _int_or_none(report.get("volume")),
                 "last_seen": int(max(seen)) if seen else None}
+
+    async def saw_device(self, device_id: str, via: str, firmware: str | None = None) -> None:
+        """An OTA check (or hello) from this device: it is listed from now on.
+        An id that could not be a device's (checks.device_id) is not kept."""
+        try:
+            checks.device_id(device_id)
+        except BadRequest:
+            return
+        if not await self.store.saw_device(device_id, via, firmware[:64] if firmware else None):
+            log.warning("device %s not listed: %d devices seen already", device_id, MAX_SEEN)
 
     async def list_devices(self) -> list[dict]:
         return [self._row(d) for d in await self.store.known_devices()]
@@ -101,12 +129,16 @@ class FamilyPlane:
         await self._known(device_id)
         session = self.session_of(device_id)
         if session is None:
-            where = "" if self.sessions_here else " (sessions live in worker processes, out of this API's reach)"
-            raise DeviceOffline("device %s has no voice connection to this server%s: wake it and try again"
-                                % (device_id, where))
-        if not session.mcp.has(LIST_TOOL):
+            held = next((d.get("held_by") for d in await self.store.known_devices() if d["device_id"] == device_id),
+                        None)
+            if held and held != self.node_id:
+                raise DeviceOffline("device %s is online on node %s: its card is read there (that node's console)"
+                                    % (device_id, held))
+            raise DeviceOffline("device %s has no voice connection to this server: wake it and try again"
+                                % device_id)
+        if not session.has_tool(LIST_TOOL):
             raise DeviceOffline("device %s does not offer %s (no SD card player)" % (device_id, LIST_TOOL))
-        text, is_error = await session.mcp.call(LIST_TOOL, {}, timeout=LIST_TIMEOUT_S)
+        text, is_error = await session.call_tool(LIST_TOOL, {}, timeout=LIST_TIMEOUT_S)
         if is_error:
             raise DeviceOffline("device %s could not list its card: %s" % (device_id, text[:200]))
         try:

@@ -284,6 +284,22 @@ CREATE TABLE wake_claims (
 )
 """
 
+# Every device the server has seen (an OTA check or a WebSocket hello), so
+# a parent finds a stock device that never got an MQTT login; and the node
+# holding its voice session now (node_id, NULL when none), so every node's
+# console says where a device is online (store_devices.py).
+_SEEN = """
+CREATE TABLE seen_devices (
+    device_id TEXT PRIMARY KEY,
+    via TEXT NOT NULL,
+    firmware TEXT,
+    first_seen_at DOUBLE PRECISION NOT NULL,
+    last_seen_at DOUBLE PRECISION NOT NULL,
+    node_id TEXT
+);
+CREATE INDEX seen_devices_by_node ON seen_devices (node_id)
+"""
+
 
 # Each blocked topic's synonyms as a parent edited them (JSON {topic: [words]};
 # NULL or a topic left out: the built-in list of safety/terms.json).
@@ -304,6 +320,7 @@ MIGRATIONS = (
               _ACTIVATION_SOURCES, _ACTIVATION_SOURCES),
     Migration(9, "households and the wake words their devices heard", _WAKE, _WAKE),
     Migration(10, "each blocked topic's synonyms, as a parent edited them", _TOPIC_SYNONYMS, _TOPIC_SYNONYMS),
+    Migration(11, "every device seen (OTA or WebSocket) and the node holding its voice session", _SEEN, _SEEN),
 )
 LATEST = max(m.version for m in MIGRATIONS)
 

@@ -7,6 +7,10 @@ activation codes a device shows while it waits for a parent's approval.
     activations  code, device_id, client_id, challenge, created_at,
                  expires_at, approved_at, source (the caller's address),
                  prefix (its device id's prefix)
+    seen_devices device_id, via (how it first came: ota | websocket),
+                 firmware (the version its last OTA check named),
+                 first_seen_at, last_seen_at, node_id (the node holding
+                 its voice session now; NULL when none)
 
 Waiting codes are limited in all, per source address and per device-id
 prefix (expired ones are dropped first; control/devices.py sets the
@@ -17,6 +21,10 @@ import time
 from typing import NamedTuple
 
 MAX_PENDING = 100
+# Devices seen by OTA or WebSocket that the table keeps at most: made-up
+# device ids in OTA checks cannot grow it without end (a known one is
+# always updated).
+MAX_SEEN = 10000
 
 
 class ActivationLimits(NamedTuple):
@@ -59,6 +67,38 @@ class DeviceRecords:
                 self._db.execute("DELETE FROM activations WHERE device_id=?", (device_id,))
                 return self._db.execute("DELETE FROM devices WHERE device_id=?", (device_id,)).rowcount > 0
         return await self._run(remove)
+
+    # ---- every device seen ----
+
+    async def saw_device(self, device_id, via, firmware=None):
+        """A device's OTA check or WebSocket hello: listed from now on."""
+        def saw():
+            now = time.time()
+            if self._db.execute("SELECT 1 FROM seen_devices WHERE device_id=?", (device_id,)).fetchone() is None \
+                    and self._db.execute("SELECT COUNT(*) FROM seen_devices").fetchone()[0] >= MAX_SEEN:
+                return False
+            self._db.execute("INSERT INTO seen_devices (device_id, via, firmware, first_seen_at, last_seen_at) "
+                             "VALUES (?,?,?,?,?) ON CONFLICT (device_id) DO UPDATE SET "
+                             "last_seen_at=excluded.last_seen_at, "
+                             "firmware=COALESCE(excluded.firmware, seen_devices.firmware)",
+                             (device_id, via, firmware, now, now))
+            return True
+        return await self._run(saw)
+
+    async def set_held(self, node_id, came, left):
+        """The devices whose voice session opened (came) or ended (left) on this node."""
+        def put():
+            now = time.time()
+            with self._db.transaction():
+                for device_id in came:
+                    self._db.execute("INSERT INTO seen_devices (device_id, via, first_seen_at, last_seen_at, "
+                                     "node_id) VALUES (?,?,?,?,?) ON CONFLICT (device_id) DO UPDATE SET "
+                                     "last_seen_at=excluded.last_seen_at, node_id=excluded.node_id",
+                                     (device_id, "websocket", now, now, node_id))
+                for device_id in left:
+                    self._db.execute("UPDATE seen_devices SET node_id=NULL, last_seen_at=? "
+                                     "WHERE device_id=? AND node_id=?", (now, device_id, node_id))
+        await self._run(put)
 
     # ---- activation codes ----
 

@@ -47,22 +47,35 @@ class FamilyRecords:
 
     async def known_devices(self):
         """Every device the store knows (given credentials, activated, named,
-        or that ever reported state): [{device_id, name, state, received_at}]."""
+        that ever reported state, or seen by OTA or WebSocket): [{device_id,
+        name, state, received_at, login (it has an MQTT login), via,
+        firmware, seen_at, held_by (the live node holding its voice session)}]."""
         def read():
+            live = {r[0] for r in self._db.execute(self._live())}
             rows = self._db.execute(
-                "SELECT k.device_id, ds.name, st.state, st.received_at FROM "
+                "SELECT k.device_id, ds.name, ds.timezone, st.state, st.received_at, d.via AS login_via, "
+                "sd.via, sd.firmware, sd.last_seen_at AS seen_at, sd.node_id FROM "
                 "(SELECT device_id FROM devices UNION SELECT device_id FROM device_states "
-                "UNION SELECT device_id FROM device_settings) k "
+                "UNION SELECT device_id FROM device_settings UNION SELECT device_id FROM seen_devices) k "
                 "LEFT JOIN device_settings ds ON ds.device_id = k.device_id "
+                "LEFT JOIN devices d ON d.device_id = k.device_id "
+                "LEFT JOIN seen_devices sd ON sd.device_id = k.device_id "
                 "LEFT JOIN device_states st ON st.device_id = k.device_id ORDER BY k.device_id")
-            return [dict(r) for r in rows]
+            out = []
+            for r in rows:
+                row = dict(r)
+                row["login"] = row.pop("login_via") is not None
+                node = row.pop("node_id")
+                row["held_by"] = node if node in live else None     # a dead node holds nothing
+                out.append(row)
+            return out
         return await self._run(read)
 
     async def device_known(self, device_id):
         """Does the store know the device (as known_devices() lists it)?"""
         def get():
             return any(self._db.execute("SELECT 1 FROM %s WHERE device_id=?" % t, (device_id,)).fetchone()
-                       for t in ("devices", "device_states", "device_settings"))
+                       for t in ("devices", "device_states", "device_settings", "seen_devices"))
         return await self._run(get)
 
     # ---- usage, per device and local day ----

@@ -60,7 +60,7 @@ def broker(config: dict) -> Broker:
                     port=int(m.get("tls_port") or 8883)) if tls.get("cert") else None
     return Broker(m.get("url"), m.get("port"), creds, admin_user=m.get("admin_user"),
                   admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")),
-                  tls=listener, ca_file=m.get("ca_file"))
+                  tls=listener, ca_file=m.get("ca_file"), link_port=int(m.get("link_port") or 0))
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
@@ -84,7 +84,8 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
                       public_host=config["server"].get("public_host"), activation_ttl_s=float(act["ttl_s"]),
                       activation_limits=ActivationLimits(int(act["max_waiting"]), int(act["per_address"]),
-                                                         int(act["per_prefix"])))
+                                                         int(act["per_prefix"])),
+                      open_grants=not ctl.get("api_token") and configmod.is_loopback(config["server"]["host"]))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
     plane_id = node_id or "n" + uuid.uuid4().hex[:12]
     plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id, family(config, store))

@@ -1086,9 +1086,16 @@ SCHEMAS = {
     'result:self.power_off': '{"type":"object","required":["accepted"],"properties":{"accepted":{"type":"boolean"}}}',
     'shard.command': (
         '{"type":"object","additionalProperties":false,"properties":{"release":{"$ref":"shard.com'
-        'mand.device_session"},"drain":{"type":"number","minimum":0,"maximum":3600}},"oneOf":[{"r'
-        'equired":["release"]},{"required":["drain"]}],"x-error":"a primary\'s line holds exactly '
-        'one of release, drain"}'
+        'mand.device_session"},"drain":{"type":"number","minimum":0,"maximum":3600},"call":{"type'
+        '":"object","required":["id","device","tool","args","timeout"],"additionalProperties":fal'
+        'se,"properties":{"id":{"type":"integer","minimum":1},"device":{"type":"string","minLengt'
+        'h":1,"maxLength":256},"tool":{"type":"string","minLength":1,"maxLength":64},"args":{"typ'
+        'e":"object"},"timeout":{"type":"number","minimum":0,"maximum":600}}},"close":{"type":"ob'
+        'ject","required":["device","reason"],"additionalProperties":false,"properties":{"device"'
+        ':{"type":"string","minLength":1,"maxLength":256},"reason":{"type":"string","maxLength":2'
+        '00}}}},"oneOf":[{"required":["release"]},{"required":["drain"]},{"required":["call"]},{"'
+        'required":["close"]}],"x-error":"a primary\'s line holds exactly one of release, drain, c'
+        'all, close"}'
     ),
     'shard.command.device_session': (
         '{"type":"object","required":["device","session"],"additionalProperties":false,"propertie'
@@ -1099,10 +1106,21 @@ SCHEMAS = {
         '{"type":"object","additionalProperties":false,"properties":{"ready":{"type":"integer","m'
         'inimum":1},"llm":{"type":"string","maxLength":200},"error":{"type":"string","minLength":'
         '1,"maxLength":4000},"sessions":{"type":"integer","minimum":0},"claim":{"$ref":"shard.com'
-        'mand.device_session"},"drained":{"const":true}},"oneOf":[{"required":["ready"]},{"requir'
-        'ed":["error"]},{"required":["sessions"]},{"required":["claim"]},{"required":["drained"]}'
-        '],"x-error":"a worker\'s line holds exactly one of ready, error, sessions, claim, drained'
-        '"}'
+        'mand.device_session"},"drained":{"const":true},"held":{"type":"array","maxItems":100000,'
+        '"items":{"$ref":"shard.report.held_session"}},"answer":{"type":"object","required":["id"'
+        ',"text","error"],"additionalProperties":false,"properties":{"id":{"type":"integer","mini'
+        'mum":1},"text":{"type":"string","maxLength":200000},"error":{"type":"boolean"}}}},"oneOf'
+        '":[{"required":["ready"]},{"required":["error"]},{"required":["sessions"]},{"required":['
+        '"claim"]},{"required":["drained"]},{"required":["held"]},{"required":["answer"]}],"x-err'
+        'or":"a worker\'s line holds exactly one of ready, error, sessions, claim, drained, held, '
+        'answer"}'
+    ),
+    'shard.report.held_session': (
+        '{"type":"object","required":["device","session","tools"],"additionalProperties":false,"p'
+        'roperties":{"device":{"type":"string","minLength":1,"maxLength":256},"session":{"type":"'
+        'string","minLength":1,"maxLength":64},"app":{"type":"string","maxLength":64},"task":{"ty'
+        'pe":"string","maxLength":64},"tools":{"type":"array","maxItems":16,"items":{"type":"stri'
+        'ng","maxLength":64}}}}'
     ),
     'shard.settings': (
         '{"type":"object","required":["worker","workers","config","log_level","device_tokens","wi'
@@ -1143,25 +1161,27 @@ SCHEMAS = {
         ':["message"],"properties":{"message":{"type":"string"}}}},{"if":{"properties":{"event":{'
         '"const":"untrusted"}}},"then":{"required":["channel","reason"],"properties":{"channel":{'
         '"enum":["websocket","mqtt"]},"reason":{"type":"string"}}}},{"if":{"properties":{"event":'
-        '{"const":"prompt"}}},"then":{"required":["key","frames"],"properties":{"key":{"type":"st'
-        'ring"},"frames":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const":'
-        '"channel"}}},"then":{"required":["state"],"properties":{"state":{"enum":["open","closed"'
-        ']},"reason":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"status"'
-        '}}},"then":{"required":["state","player","repeat_left"],"properties":{"state":{"$ref":"c'
-        'ommon.device_state"},"player":{"enum":["idle","playing","paused"]},"name":{"type":["stri'
-        'ng","null"]},"repeat_left":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event'
-        '":{"const":"mic"}}},"then":{"required":["path","frames"],"properties":{"path":{"type":"s'
-        'tring"},"frames":{"type":"integer","minimum":0}}}},{"if":{"properties":{"event":{"const"'
-        ':"warp"}}},"then":{"required":["seconds"],"properties":{"seconds":{"type":"number","mini'
-        'mum":0},"time":{"type":"integer"}}}},{"if":{"properties":{"event":{"const":"reply"}}},"t'
-        'hen":{"required":["index","frames"],"properties":{"index":{"type":"integer","minimum":1}'
-        ',"frames":{"type":"integer","minimum":0},"seconds":{"type":"number","minimum":0},"wav":{'
-        '"type":["string","null"]}}}},{"if":{"properties":{"event":{"const":"sleep"}}},"then":{"r'
-        'equired":["seconds"],"properties":{"seconds":{"type":"integer","minimum":0}}}},{"if":{"p'
-        'roperties":{"event":{"const":"pty"}}},"then":{"required":["path"],"properties":{"path":{'
-        '"type":"string","minLength":1}}}},{"if":{"properties":{"event":{"const":"exit"}}},"then"'
-        ':{"required":["reason","code"],"properties":{"reason":{"enum":["standby","quit","power_c'
-        'ut","reset","crash"]},"code":{"type":"integer"}}}}]}'
+        '{"const":"activation"}}},"then":{"required":["code","frames"],"properties":{"code":{"typ'
+        'e":"string","minLength":1,"maxLength":16},"frames":{"type":"integer","minimum":0}}}},{"i'
+        'f":{"properties":{"event":{"const":"prompt"}}},"then":{"required":["key","frames"],"prop'
+        'erties":{"key":{"type":"string"},"frames":{"type":"integer","minimum":0}}}},{"if":{"prop'
+        'erties":{"event":{"const":"channel"}}},"then":{"required":["state"],"properties":{"state'
+        '":{"enum":["open","closed"]},"reason":{"type":["string","null"]}}}},{"if":{"properties":'
+        '{"event":{"const":"status"}}},"then":{"required":["state","player","repeat_left"],"prope'
+        'rties":{"state":{"$ref":"common.device_state"},"player":{"enum":["idle","playing","pause'
+        'd"]},"name":{"type":["string","null"]},"repeat_left":{"type":"integer","minimum":0}}}},{'
+        '"if":{"properties":{"event":{"const":"mic"}}},"then":{"required":["path","frames"],"prop'
+        'erties":{"path":{"type":"string"},"frames":{"type":"integer","minimum":0}}}},{"if":{"pro'
+        'perties":{"event":{"const":"warp"}}},"then":{"required":["seconds"],"properties":{"secon'
+        'ds":{"type":"number","minimum":0},"time":{"type":"integer"}}}},{"if":{"properties":{"eve'
+        'nt":{"const":"reply"}}},"then":{"required":["index","frames"],"properties":{"index":{"ty'
+        'pe":"integer","minimum":1},"frames":{"type":"integer","minimum":0},"seconds":{"type":"nu'
+        'mber","minimum":0},"wav":{"type":["string","null"]}}}},{"if":{"properties":{"event":{"co'
+        'nst":"sleep"}}},"then":{"required":["seconds"],"properties":{"seconds":{"type":"integer"'
+        ',"minimum":0}}}},{"if":{"properties":{"event":{"const":"pty"}}},"then":{"required":["pat'
+        'h"],"properties":{"path":{"type":"string","minLength":1}}}},{"if":{"properties":{"event"'
+        ':{"const":"exit"}}},"then":{"required":["reason","code"],"properties":{"reason":{"enum":'
+        '["standby","quit","power_cut","reset","crash"]},"code":{"type":"integer"}}}}]}'
     ),
     'tool:self.audio_speaker.set_volume': (
         '{"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"r'
@@ -1303,6 +1323,7 @@ _NAMES = {
     'shard.command': 'command',
     'shard.command.device_session': 'device_session',
     'shard.report': 'report',
+    'shard.report.held_session': 'held_session',
     'shard.settings': 'settings',
     'sim.event': 'event',
     'tool:self.audio_speaker.set_volume': 'self.audio_speaker.set_volume',

@@ -1,4 +1,5 @@
 """Chat speaks first, and invites again after a silence — a bounded number of times.
+Without a language model it invites to nothing: it says what to configure.
 
 On entering chat.conversation the companion says an opener (one of the
 configured lines, or a greeting from the LLM with apps.opener: llm). Once
@@ -59,6 +60,14 @@ class Proactive:
         if self.session.last_user_speech > entered_at or self.session.closed:
             return  # the child is already talking: answering beats greeting
         started = time.monotonic()
+        if not self.llm_configured and self.cfg.get("opener_lines") is None:
+            # Nothing could answer a chat: no invitation to one, but what
+            # to configure instead (said, not armed for a second invitation).
+            line = self._line("opener_no_model")
+            if line:
+                self.spoken.append(line)
+                await self.session.say(line)
+            return
         if self.cfg.get("opener") == "llm" and self.llm_configured:
             t = self.session.start_reply(chat_reply, self.session, LLM_OPENER_CUE)
             await asyncio.wait({t})

@@ -3,6 +3,7 @@
     pool = WorkerPool(config, count=2, device_tokens=True, with_mcp=True)
     await pool.start()     # port bound, every worker's models loaded, all accepting
     pool.port, pool.sessions()     # the WebSocket port; sessions per worker
+    pool.view_of("dev1")           # that device's session in any worker, as the plane sees it
     await pool.stop()      # SIGTERM to each worker, SIGKILL after STOP_TIMEOUT_S
 
 The primary binds the WebSocket port once and every worker inherits that
@@ -20,7 +21,9 @@ accepts, then {"sessions": n} whenever its count changes, and {"claim":
 ...} when a device's hello opened a session there: the primary then tells
 the worker holding that device's older session to release it ({"release":
 ...}), so a device has one session across workers as within one
-(transport/device_sessions.py). A line that does not fit is logged and
+(transport/device_sessions.py). The plane's tool calls (a board's lesson
+list) go to the worker holding the device as {"call": ...} and come back as
+{"answer": ...}; forgetting a device sends {"close": ...}. A line that does not fit is logged and
 skipped: it never ends the channel. The socketpair is also the
 worker's lifeline: when the primary is gone, however it ended, the worker
 reads end-of-file and stops (and the kernel sends it SIGTERM, worker.py).
@@ -72,6 +75,26 @@ class ControlServices:
         pass    # no models here
 
 
+class RemoteView:
+    """A session in a worker process, as the control plane sees it
+    (session/view.py: the same members as a LocalView)."""
+
+    def __init__(self, pool, wid, line):
+        self._pool, self._wid = pool, wid
+        self.device_id = line["device"]
+        self.app, self.task = line.get("app"), line.get("task")
+        self._tools = line["tools"]
+
+    def has_tool(self, name):
+        return name in self._tools
+
+    async def call_tool(self, name, args, timeout):
+        return await self._pool.call(self._wid, self.device_id, name, args, timeout)
+
+    async def close(self, reason):
+        self._pool.close_session(self._wid, self.device_id, reason)
+
+
 def listen_sockets(host, port, backlog):
     """Listening sockets for host:port, as asyncio's create_server would bind
     them (every address the name resolves to), inheritable by the workers."""
@@ -107,6 +130,7 @@ class _Worker:
         self.writer = writer
         self.sessions = 0
         self.drained = None        # a Future while the worker drains
+        self.held = {}             # device_id -> its session's line of the worker's last "held" report
         self.started = asyncio.get_running_loop().time()
 
 
@@ -131,10 +155,48 @@ class WorkerPool:
         self._stopping = False
         self.log_throttle = LogThrottle(log)
         self._holders = {}         # device_id -> (worker id, session id) of its newest session
+        self._calls = {}           # call id -> Future of its answer
+        self._call_ids = 0
 
     def sessions(self):
         """Sessions per worker, in worker order (0 while one is restarting)."""
         return [self._workers[i].sessions if i in self._workers else 0 for i in range(1, self.count + 1)]
+
+    def view_of(self, device_id):
+        """The device's session in whichever worker holds it (the newest one
+        when two briefly do), as the control plane sees it; None when none does."""
+        holder = self._holders.get(device_id)
+        found = [(w, w.held[device_id]) for w in self._workers.values() if device_id in w.held]
+        if not found:
+            return None
+        w, line = next(((w, line) for w, line in found if holder and (w.id, line["session"]) == holder), found[0])
+        return RemoteView(self, w.id, line)
+
+    def held_devices(self):
+        return {d for w in self._workers.values() for d in w.held}
+
+    async def call(self, wid, device_id, tool, args, timeout):
+        """A device tool run by the session in worker wid: (text, is_error)."""
+        w = self._workers.get(wid)
+        if w is None:
+            return "the worker holding the device restarted", True
+        self._call_ids += 1
+        cid = self._call_ids
+        answer = self._calls[cid] = asyncio.get_running_loop().create_future()
+        try:
+            channel.write(w.writer, "shard.command",
+                          {"call": {"id": cid, "device": device_id, "tool": tool, "args": args, "timeout": timeout}})
+            # The worker times the call out itself; the margin covers a worker that dies meanwhile.
+            return await asyncio.wait_for(answer, timeout + 5)
+        except (asyncio.TimeoutError, OSError, RuntimeError):
+            return "the worker holding the device did not answer", True
+        finally:
+            self._calls.pop(cid, None)
+
+    def close_session(self, wid, device_id, reason):
+        w = self._workers.get(wid)
+        if w is not None:
+            channel.write(w.writer, "shard.command", {"close": {"device": device_id, "reason": reason[:200]}})
 
     def pids(self):
         return {i: w.proc.pid for i, w in self._workers.items()}
@@ -232,6 +294,12 @@ class WorkerPool:
         async for msg in channel.lines(w.reader, "shard.report", self.log_throttle, "worker %d" % w.id):
             if "sessions" in msg:
                 w.sessions = msg["sessions"]
+            elif "held" in msg:
+                w.held = {line["device"]: line for line in msg["held"]}
+            elif "answer" in msg:
+                answer = self._calls.get(msg["answer"]["id"])
+                if answer is not None and not answer.done():
+                    answer.set_result((msg["answer"]["text"], msg["answer"]["error"]))
             elif "claim" in msg:
                 self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"])
             elif "drained" in msg and w.drained is not None and not w.drained.done():
@@ -257,6 +325,7 @@ class WorkerPool:
         while True:
             code = await self._watch(w)
             w.sessions = 0
+            w.held = {}
             if self._stopping:
                 return
             if loop.time() - w.started >= STABLE_S:

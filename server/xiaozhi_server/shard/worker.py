@@ -26,6 +26,7 @@ import sys
 from ..config import ConfigError
 from ..logthrottle import LogThrottle
 from .drain import drain_sessions
+from ..session.view import describe
 from ..providers.registry import ProviderError
 from ..runtime.registry import RegistryError
 from . import channel
@@ -140,12 +141,38 @@ async def serve(channel_fd, listen_fds):
         channel.write(writer, "shard.report", {"claim": {"device": device_id[:256], "session": session_id}})
     ws.device_sessions.on_claim = claimed
 
+    def session_of(device_id):
+        return next((s for s in services.sessions if s.device_id == device_id and not s.closed), None)
+
+    async def call(ask):
+        """One device tool for the primary's control plane (a lesson list)."""
+        session = session_of(ask["device"])
+        if session is None:
+            text, error = "the device has no session in this worker any more", True
+        else:
+            try:
+                text, error = await session.mcp.call(ask["tool"], ask["args"], timeout=ask["timeout"])
+            except Exception as e:      # the session closed meanwhile, a timeout: the plane says so
+                text, error = str(e) or type(e).__name__, True
+        channel.write(writer, "shard.report", {"answer": {"id": ask["id"], "text": text[:200000], "error": error}})
+
+    async def close(ask):
+        session = session_of(ask["device"])
+        if session is not None:
+            await session.close(ask["reason"])
+
+    calls = set()
+
     async def lifeline():
         # A bad line is skipped; only the end of the channel (the primary is
         # gone) stops this worker.
         async for msg in channel.lines(reader, "shard.command", LogThrottle(log), "primary"):
             if "release" in msg:
                 ws.device_sessions.release(msg["release"]["device"], msg["release"]["session"])
+            elif "call" in msg or "close" in msg:   # a tool call waits on the device: not on this loop
+                t = asyncio.create_task(call(msg["call"]) if "call" in msg else close(msg["close"]))
+                calls.add(t)
+                t.add_done_callback(calls.discard)
             else:                       # the node drains
                 ws.stop_accepting()
                 await drain_sessions(services.sessions, float(msg["drain"]))
@@ -155,13 +182,19 @@ async def serve(channel_fd, listen_fds):
     await channel.send(writer, "shard.report", {"ready": os.getpid(), "llm": services.llm_line()[:200]})
     log.info("worker %d serving (pid %d, WebSocket caps %d open / %d pending)", wid, os.getpid(),
              config["limits"]["ws_max_connections"], config["limits"]["ws_max_pending"])
-    reported = None
+    reported = held = None
     try:
         while not stop.is_set():
             count = len(services.sessions)
             if count != reported:
                 await channel.send(writer, "shard.report", {"sessions": count})
                 reported = count
+            # What each device's session does, for the primary's console and API.
+            now = sorted((describe(s) for s in services.sessions if s.device_id and not s.closed),
+                         key=lambda d: d["device"])
+            if now != held:
+                await channel.send(writer, "shard.report", {"held": now})
+                held = now
             try:
                 await asyncio.wait_for(stop.wait(), REPORT_EVERY_S)
             except asyncio.TimeoutError:

@@ -31,10 +31,12 @@ or a `<board>/<version>` User-Agent, never from a browser's User-Agent.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import pathlib
 import re
 import time
+import zoneinfo
 from typing import TYPE_CHECKING, Callable
 
 from aiohttp import web
@@ -59,10 +61,16 @@ CONSOLE_HEADERS = {
 }
 # What the console ships, by suffix: anything else is not served.
 CONSOLE_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                 ".json": "application/json; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
 
 # esp-box-3/1.5.6, host/0.1.0, bread-compact-wifi/1.6.0-beta: one token, a dotted version.
 _DEVICE_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*/v?([0-9]+(?:\.[0-9]+){1,3}(?:[-+][0-9A-Za-z.-]+)?)$")
+
+
+# User-Agents of browsers and HTTP tools, shaped like a board's but naming no firmware.
+HTTP_TOOLS = ("mozilla", "curl", "wget", "python-requests", "python-urllib", "python-httpx", "aiohttp",
+              "httpie", "go-http-client", "okhttp", "postmanruntime", "insomnia", "java", "node-fetch", "axios")
 
 
 def agent_version(user_agent: str | None) -> str | None:
@@ -70,7 +78,7 @@ def agent_version(user_agent: str | None) -> str | None:
     A browser's ("Mozilla/5.0 (X11; Linux x86_64) ...") names no firmware."""
     ua = (user_agent or "").strip()
     m = _DEVICE_AGENT.match(ua)
-    if m is None or ua.lower().startswith("mozilla/"):
+    if m is None or ua.lower().split("/")[0] in HTTP_TOOLS:
         return None
     return m.group(1)
 
@@ -98,6 +106,7 @@ class HttpServer:
         self.devices = None     # control.devices.Devices when the control plane runs
         self.fleet = None       # control.fleet.Node: which node a device is sent to
         self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
+        self.on_seen = None     # async fn(device_id, via, firmware): the control store lists every device seen
         self.limits = services.config["limits"]
         self.log_throttle = LogThrottle(log, interval_s=float(self.limits["log_interval_s"]))
         self.guard = http_edge.make_guard(self.limits)
@@ -136,6 +145,12 @@ class HttpServer:
             log.warning("OTA refused for device %s", ident.device_id)
             return web.json_response({"error": "device not allowed"}, status=403)
         version = firmware_version(info, request.headers.get("User-Agent"))
+        if self.on_seen is not None and ident.device_id:
+            try:
+                await self.on_seen(ident.device_id, "ota", version)
+            except StoreUnavailable as e:      # the check goes on: listing it waits for its next one
+                self.log_throttle.log(logging.WARNING, "seen", "OTA check from %s not listed: %s",
+                                      ident.device_id, e.message)
         kind, grant = "open", None
         if self.devices is not None:
             try:
@@ -150,7 +165,7 @@ class HttpServer:
                                          headers={"Retry-After": "60"})
         elif [t for t in self.services.config["auth"].get("tokens") or [] if t]:
             kind = "activate"   # tokens, but no device registry to activate with: nothing to hand out
-        offset = -time.timezone // 60 if not time.daylight else -time.altzone // 60
+        offset = await self._zone_offset(ident.device_id)
         host = self.services.config["server"].get("public_host") or request.host.split(":")[0]
         control = None
         if kind == "granted":
@@ -161,10 +176,11 @@ class HttpServer:
         # the least loaded; this node when it is the one, or the store cannot say.
         other = await self.fleet.ws_url_for(ident.device_id) if self.fleet is not None else None
         websocket = {"url": other or self._ws_url_for(host)}
-        if kind == "granted":
-            websocket["token"] = grant["token"]
-        # else no `token` key at all: stock firmware stores what it is given,
-        # and an empty one would wipe a token configured on the device.
+        # Always there, empty when this device gets none (no token asked for,
+        # or not approved yet): stock clients (xiaozhi-sdk, py-xiaozhi) read
+        # the key unconditionally, and stock firmware sends no Authorization
+        # header for an empty one.
+        websocket["token"] = grant["token"] if kind == "granted" else ""
         body = proto.ota_response(
             {"timestamp": int(time.time() * 1000), "timezone_offset": offset},
             {"version": version, "url": ""}, websocket,
@@ -177,6 +193,22 @@ class HttpServer:
                  {"granted": ": credentials handed over", "activate": ": not activated, nothing handed over"}
                  .get(kind, ""))
         return web.json_response(body)
+
+    async def _zone_offset(self, device_id):
+        """Minutes east of UTC, now, in the device's zone (its family's
+        limits, else the default zone): the clock a child sees is theirs,
+        not the server host's."""
+        family = getattr(self.services, "family", None)
+        name = None
+        if family is not None:
+            try:
+                name = (await family.limits(device_id))["timezone"] if device_id else family.default_timezone
+            except Exception:       # an unknown or unusable id, the store away: the default zone
+                name = family.default_timezone
+        if name is None:
+            return -time.timezone // 60 if not time.daylight else -time.altzone // 60
+        now = datetime.datetime.now(zoneinfo.ZoneInfo(name))
+        return int(now.utcoffset().total_seconds() // 60)
 
     async def activate(self, request):
         """202 while the device's code waits for a parent, 200 once approved,

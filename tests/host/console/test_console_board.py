@@ -49,11 +49,11 @@ def board_event(server, sim, event, **fields):
 
 
 def activation_code(server, sim):
-    async def said():
-        line = await eventually(lambda: next((ln for ln in sim.lines if "activation code" in ln), None),
-                                timeout=60)
-        return re.search(r"activation code (\d{6})", line).group(1)
-    return server.call(said, timeout=90)
+    """The code the board says aloud: its `activation` event, with the frames it played."""
+    said = board_event(server, sim, "activation")
+    assert said["frames"] > 0, "the board played no rendered words for its code"
+    assert re.fullmatch(r"\d{6}", said["code"])
+    return said["code"]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,10 @@
 tokens configured, a device gets an activation code; once a parent approves
 it, the same Device-Id and Client-Id get the device's own WebSocket token
 and broker login, which work; anyone else still gets nothing. With no
-tokens configured (the loopback default) nothing secret is handed out."""
+token of any kind on loopback (`make run`'s default, where any local
+process may provision a device through the API) a device gets its own
+broker login from OTA, as stock firmware expects; with an API token set
+nothing secret is handed out."""
 import aiomqtt
 import pytest
 
@@ -22,7 +25,7 @@ async def test_unknown_devices_get_a_code_and_nothing_secret(start_control):
     api = await start_control(auth={"tokens": ["shared-secret"]})
     status, ans = await ota(api, KID)
     assert status == 200 and proto.validate("ota.response", ans) is None
-    assert "token" not in ans["websocket"]
+    assert ans["websocket"]["token"] == ""
     assert set(ans["control_mqtt"]) == {"url"}
     act = ans["activation"]
     assert len(act["code"]) == 6 and act["code"].isdigit() and act["challenge"] and act["timeout_ms"] > 0
@@ -49,7 +52,7 @@ async def test_an_approved_device_gets_credentials_that_work(start_control):
     assert token.startswith("xzd1.") and login["username"] and login["password"]
     # The same MAC from another client still gets nothing.
     _, stranger = await ota(api, dict(KID, **{"Client-Id": "someone-else"}))
-    assert "token" not in stranger["websocket"] and "username" not in stranger["control_mqtt"]
+    assert stranger["websocket"]["token"] == "" and "username" not in stranger["control_mqtt"]
     # A device presenting its own token is known whatever its Client-Id.
     _, again = await ota(api, {"Device-Id": KID["Device-Id"], "Client-Id": "reflashed",
                                "Authorization": "Bearer " + token})
@@ -76,10 +79,30 @@ async def test_an_approved_device_gets_credentials_that_work(start_control):
         assert (await eventually(reported))["report"]["state"] == proto.STATE_IDLE
 
 
-async def test_without_tokens_nothing_secret_is_handed_out(api):
+async def test_on_the_loopback_default_a_device_gets_its_broker_login_that_works(api):
+    status, ans = await ota(api, KID)
+    assert status == 200 and "activation" not in ans
+    login = ans["control_mqtt"]
+    assert login["url"] == "mqtt://127.0.0.1:%d" % api.server.broker.port and login["username"]
+    async with aiomqtt.Client("127.0.0.1", api.server.broker.port, username=login["username"],
+                              password=login["password"], identifier="kid") as c:
+        await c.publish(proto.topic(proto.TOPIC_RPT_STATE, KID["Device-Id"]),
+                        proto.encode(proto.mqtt_state(KID["Device-Id"], proto.STATE_IDLE)).encode(), qos=1)
+
+        async def listed():
+            rows = {d["device_id"]: d for d in (await api.get("/api/devices"))[1]["devices"]}
+            return rows.get(KID["Device-Id"], {}).get("state")
+        assert await eventually(listed) == proto.STATE_IDLE
+    assert (await ota(api, KID, "/xiaozhi/ota/activate"))[0] == 200
+    # No Client-Id (not a device's OTA check): nothing.
+    assert "username" not in (await ota(api, {"Device-Id": "02:00:00:00:aa:09"}))[1]["control_mqtt"]
+
+
+async def test_with_an_api_token_and_no_device_tokens_nothing_secret_is_handed_out(start_control):
+    api = await start_control(api_token="parents-token")
     status, ans = await ota(api, KID)
     assert status == 200
-    assert "token" not in ans["websocket"] and "activation" not in ans
+    assert ans["websocket"]["token"] == "" and "activation" not in ans
     assert set(ans["control_mqtt"]) == {"url"}
     assert (await ota(api, KID, "/xiaozhi/ota/activate"))[0] == 200
 

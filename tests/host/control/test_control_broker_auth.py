@@ -79,3 +79,21 @@ async def test_a_device_can_neither_read_nor_send_another_devices_commands(api, 
             assert m.topic.value == proto.topic(proto.TOPIC_CMD_TASK, "snoop")
             assert proto.decode_mqtt_request(m.payload)["header"]["req_id"] == mine["req_id"]
             break
+
+
+async def test_the_link_port_is_the_configured_one(tmp_path):
+    """mqtt.link_port (XIAOZHI_MQTT_LINK_PORT): a firewall or a second server on this host knows it."""
+    from testkit.mosquitto import free_port
+    from testkit.control_api import control_config
+    from xiaozhi_server import config as configmod
+    from xiaozhi_server.server import XiaozhiServer
+    port = free_port()
+    cfg = control_config(tmp_path / "control.db")
+    cfg["mqtt"]["link_port"] = int(configmod.load(str(tmp_path / "none.yaml"), env={"XIAOZHI_MQTT_LINK_PORT": str(port)},
+                                                  write_default=False)["mqtt"]["link_port"])
+    server = await XiaozhiServer(cfg, with_broker=True, with_mcp=False).start()
+    try:
+        assert server.broker.link_port == port
+        assert server.broker.server_address() == ("127.0.0.1", port, "tcp")
+    finally:
+        await server.stop()

@@ -102,3 +102,19 @@ async def test_device_revoke_and_the_waiting_codes(api):
     assert rc == 0 and "no activation code waits" in out, err
     rc, out, err = await cli(api, "device", "clear", "123456")
     assert rc == 1 and "no activation code 123456 is waiting" in err
+
+
+async def test_the_cli_finds_the_server_and_its_token_in_var_server_yaml(start_control, tmp_path):
+    # The server runs on a port of its own with an API token; the parent runs
+    # the CLI from the checkout with no --server, --token or environment.
+    api = await start_control(api_token="parents-token")
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "server.yaml").write_text(
+        "server: {http_port: %d}\ncontrol: {api_token: parents-token}\n" % api.server.http.port)
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("XIAOZHI_SERVER", "XIAOZHI_API_TOKEN", "XIAOZHI_HTTP_PORT")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "xiaozhi_server", "device", "codes", cwd=tmp_path, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()

@@ -1,11 +1,31 @@
-"""`make run` then `make sim --mqtt` out of the box: the simulator asks the
-server it boots against for the board's broker login (the server's broker
-refuses anonymous clients), and the board takes a parents' command."""
+"""`make run` then `make sim` out of the box: the board takes the broker and
+its login from the OTA answer (as stock firmware takes its mqtt section),
+with no `--mqtt`, so the parents' list shows it online and it takes their
+command; with `--mqtt` the simulator asks the server for the login (the
+server's broker refuses anonymous clients) as before."""
 from testkit.control_api import eventually
 from testkit.sim_process import SimProcess
 from xiaozhi_server import protocol as proto
 
 BOARD = "02:00:00:00:5e:01"
+
+
+async def test_docs_sim_first_session_the_board_takes_its_login_from_ota(api, tmp_path):
+    sim = await SimProcess.start(tmp_path / "state", "--server", api.server.http.ota_url, "--device-id", BOARD)
+    try:
+        await sim.wait_event("mqtt", action="CONNECT", ok=True, timeout=30)
+
+        async def shown():
+            rows = {d["device_id"]: d for d in (await api.get("/api/devices"))[1]["devices"]}
+            row = rows.get(BOARD)
+            return row if row and row["online"] and row["control"] == "mqtt" else None
+        row = await eventually(shown, timeout=30)
+        assert row["greyed"] == {}, row          # lessons, schedules and stop all usable
+        status, body = await api.post("/api/devices/%s/tasks" % BOARD, {"app_id": "english_translation"}, wait=10)
+        assert status == 200 and body["ack"]["code"] == proto.ACK_ACCEPTED, body
+    finally:
+        await sim.send("quit")
+        await sim.wait_exit()
 
 
 async def test_the_simulator_gets_its_login_and_takes_commands(api, tmp_path):

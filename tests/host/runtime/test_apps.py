@@ -185,3 +185,20 @@ async def test_tool_outside_the_allowlist_is_never_executed(start_server, fake_l
         assert "not available in the current app" in tool_msg["content"]
     finally:
         await dev.close()
+
+
+async def test_without_a_model_the_opener_says_what_to_configure_not_a_chat_invitation(start_server):
+    from xiaozhi_server.text.lines import Lines
+    lines = Lines.load()
+    server = await start_server(server_config(None, apps={"reinvite_after_s": 0.5}))
+    dev = await connect(server)
+    try:
+        await dev.wait_json("tts", state="stop", timeout=15)
+        said = dev.texts()
+        assert said and said[0] in lines.choices("opener_no_model", "zh") + lines.choices("opener_no_model", "en")
+        assert "var/server.yaml" in said[0]
+        invitations = set(lines.choices("opener", "zh") + lines.choices("reinvite", "zh"))
+        assert not invitations & set(said)
+        assert server.services.sessions and all(s.runtime.proactive._timer is None for s in server.services.sessions)
+    finally:
+        await dev.close()

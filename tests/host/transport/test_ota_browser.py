@@ -90,6 +90,8 @@ async def test_browser_post_to_ota_gets_its_answer_with_cors_and_no_version_from
     (BROWSER_UA, "0.0.0"),
     ("Mozilla/5.0", "0.0.0"),
     ("curl/8.5.0 extra words", "0.0.0"),
+    ("curl/8.5.0", "0.0.0"),                 # curl's own: shaped like a board's, names no firmware
+    ("python-requests/2.32.3", "0.0.0"),
     ("board/not-a-version", "0.0.0"),
 ])
 async def test_firmware_version_comes_only_from_a_board_and_version_user_agent(start_server, agent, version):

@@ -40,6 +40,7 @@ class Primary:
         self.proc = proc
         self.log_path = log_path
         self.urls = {}
+        self.banner = {}
 
     async def started(self):
         while "config" not in self.urls:
@@ -48,6 +49,7 @@ class Primary:
                 raise AssertionError("the server ended before it ran:\n" + self.log())
             key, _, value = line.decode().partition(":")
             self.urls[key.strip()] = value.strip().split(" ")[0]
+            self.banner[key.strip()] = value.strip()
         return self
 
     def log(self):
@@ -155,6 +157,9 @@ async def _counts(p, expected):
 async def test_sessions_spread_over_two_workers_and_a_killed_one_comes_back(primary, broker, fake_llm):
     p = primary
     assert len(p.workers()) == 2
+    # The banner says where the parents' console is and what listens and speaks.
+    assert p.urls["console"] == p.url("/console/")
+    assert p.banner["voice"].startswith("ASR ") and "TTS espeak/en-us" in p.banner["voice"]
     log = p.log()
     assert "w1 xiaozhi_server.shard.worker: worker 1 serving" in log
     assert "w2 xiaozhi_server.shard.worker: worker 2 serving" in log

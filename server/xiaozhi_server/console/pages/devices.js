@@ -1,21 +1,18 @@
-// Devices: every device, whether it is on, what it does; approve the code
-// a new device says aloud; rename and remove.
+// Devices: every device, whether it is on (here or on another node), what
+// it does and what it can do; approve the code a new device says aloud;
+// rename and remove.
 
 import { api, devicePath } from "../api.js";
 import { h, section, statusLine, unavailable, field, describeError, ago, doing } from "../ui.js";
+import { t } from "../i18n.js";
 import { listDevices, remember, forget } from "../devices.js";
 
 export async function render(root, ctx) {
   root.append(approveCard(ctx), await waitingCard(ctx));
   const { devices, full } = await listDevices();
-  const list = section("Your devices");
-  if (!full) {
-    list.append(h("p", { class: "note" },
-      "The full device list is not available on this server: shown here are the devices approved from " +
-      "this browser, and any you add by id."), addById(ctx));
-  }
-  if (!devices.length) list.append(h("p", { class: "note" }, "No device yet. When a new device says a " +
-                                     "six-digit code, type it above."));
+  const list = section(t("devices.yours"));
+  if (!full) list.append(h("p", { class: "note" }, t("devices.partial_list")), addById(ctx));
+  if (!devices.length) list.append(h("p", { class: "note" }, t("devices.none")));
   for (const d of devices) list.append(deviceCard(d, full, ctx));
   root.append(list);
 }
@@ -27,46 +24,44 @@ function approveCard(ctx) {
   const form = h("form", { id: "approve-form", onsubmit: async (e) => {
     e.preventDefault();
     await approve(code.value.trim(), status, ctx);
-  } }, field("Code the device says", code), h("button", { type: "submit" }, "Approve"), status);
-  return section("Add a new device", h("p", {}, "A new device says a six-digit code aloud. Type it here " +
-                 "to let it connect."), form);
+  } }, field(t("devices.code_label"), code), h("button", { type: "submit" }, t("devices.approve")), status);
+  return section(t("devices.add_title"), h("p", {}, t("devices.add_explain")), form);
 }
 
 async function approve(code, status, ctx) {
   try {
     const { data } = await api.post("/api/activations/" + encodeURIComponent(code));
     remember(data.device_id);
-    status.show("Approved: device " + data.device_id + " can connect now.", "ok");
+    status.show(t("devices.approved", { id: data.device_id }), "ok");
     setTimeout(ctx.reload, 1500);
   } catch (e) {
-    status.show(e.status === 404 ? "No device is waiting with code " + code +
-                " (it may have expired: ask the device again)." : describeError(e), "bad");
+    status.show(e.status === 404 ? t("devices.no_such_code", { code }) : describeError(e), "bad");
   }
 }
 
 async function waitingCard(ctx) {
-  const card = section("Devices waiting for approval");
+  const card = section(t("devices.waiting_title"));
   let waiting;
   try {
     waiting = (await api.get("/api/activations")).data.waiting || [];
   } catch (e) {
     if (e.status === 401) throw e;
-    card.append(e.unavailable ? unavailable("The list of waiting codes") : h("p", { class: "status bad" },
-                                                                             describeError(e)));
+    card.append(e.unavailable ? unavailable(t("devices.waiting_list")) : h("p", { class: "status bad" },
+                                                                           describeError(e)));
     return card;
   }
-  if (!waiting.length) card.append(h("p", { class: "note" }, "No device is waiting."));
+  if (!waiting.length) card.append(h("p", { class: "note" }, t("devices.none_waiting")));
   const list = h("ul", { class: "plain", id: "waiting" });
   for (const w of waiting) {
     const status = statusLine();
     list.append(h("li", {},
-      h("div", {}, h("strong", {}, w.code), " from device ", w.device_id, ", asked ", ago(w.since)),
+      h("div", {}, h("strong", {}, w.code), " ", t("devices.waiting_from", { id: w.device_id, when: ago(w.created_at) })),
       h("div", { class: "row" },
-        h("button", { type: "button", onclick: () => approve(w.code, status, ctx) }, "Approve"),
+        h("button", { type: "button", onclick: () => approve(w.code, status, ctx) }, t("devices.approve")),
         h("button", { type: "button", class: "quiet", onclick: async () => {
           try { await api.del("/api/activations/" + encodeURIComponent(w.code)); ctx.reload(); }
           catch (e) { status.show(describeError(e), "bad"); }
-        } }, "Dismiss")), status));
+        } }, t("devices.dismiss"))), status));
   }
   card.append(list);
   return card;
@@ -75,37 +70,52 @@ async function waitingCard(ctx) {
 function addById(ctx) {
   const id = h("input", { id: "add-device-id", placeholder: "aa:bb:cc:dd:ee:ff", required: true });
   return h("form", { class: "row", onsubmit: (e) => { e.preventDefault(); remember(id.value.trim()); ctx.reload(); } },
-           field("Device id", id), h("button", { type: "submit", class: "quiet" }, "Add"));
+           field(t("devices.device_id"), id), h("button", { type: "submit", class: "quiet" }, t("devices.add")));
+}
+
+function onlineBadge(d) {
+  if (d.online) return h("span", { class: "badge on" }, t("devices.online"));
+  if (d.online_elsewhere) return h("span", { class: "badge on elsewhere" }, t("devices.online_elsewhere", { node: d.online_elsewhere }));
+  return h("span", { class: "badge off" }, t("devices.offline"));
+}
+
+// Why the console greys out a control for this device (GET /api/devices `greyed`).
+export function greyedReasons(d) {
+  return Object.entries(d.greyed || {}).map(([control, why]) =>
+    h("li", { "data-greyed": control }, t("greyed.control." + control) + ": " + t("greyed.why." + why)));
 }
 
 function deviceCard(d, full, ctx) {
   const status = statusLine();
   const facts = [
-    h("span", { class: "badge " + (d.online ? "on" : "off") }, d.online ? "Online" : "Offline"),
-    h("span", {}, "Doing: " + doing(d.app, d.task, d.player)),
-    d.battery !== null && d.battery !== undefined ? h("span", {}, "Battery " + d.battery + "%") : null,
-    d.volume !== null && d.volume !== undefined ? h("span", {}, "Volume " + d.volume + "%") : null,
-    h("span", {}, "Last seen " + ago(d.last_seen)),
+    onlineBadge(d),
+    d.control === "voice_only" ? h("span", { class: "badge voice" }, t("devices.voice_only")) : null,
+    h("span", {}, t("devices.doing", { what: doing(d.app, d.task, d.player) })),
+    d.battery !== null && d.battery !== undefined ? h("span", {}, t("devices.battery", { n: d.battery })) : null,
+    d.volume !== null && d.volume !== undefined ? h("span", {}, t("devices.volume", { n: d.volume })) : null,
+    h("span", {}, t("devices.last_seen", { when: ago(d.last_seen, d.timezone) })),
   ];
+  const reasons = greyedReasons(d);
   const card = h("article", { class: "card device", "data-device": d.device_id },
     h("h3", {}, d.name || d.device_id), d.name ? h("small", { class: "note" }, d.device_id) : null,
-    h("div", { class: "facts" }, facts), d.error ? h("p", { class: "status bad" }, d.error) : null);
+    h("div", { class: "facts" }, facts),
+    reasons.length ? h("ul", { class: "plain note greyed" }, reasons) : null,
+    d.error ? h("p", { class: "status bad" }, d.error) : null);
   if (full) {
-    const name = h("input", { name: "name", value: d.name || "", placeholder: "e.g. Mia's bear", maxlength: "64" });
+    const name = h("input", { name: "name", value: d.name || "", placeholder: t("devices.name_example"), maxlength: "64" });
     card.append(h("form", { class: "row", onsubmit: async (e) => {
       e.preventDefault();
       try { await api.patch(devicePath(d.device_id), { name: name.value.trim() }); ctx.reload(); }
       catch (err) { status.show(describeError(err), "bad"); }
-    } }, field("Name", name), h("button", { type: "submit", class: "quiet" }, "Rename")));
+    } }, field(t("devices.name"), name), h("button", { type: "submit", class: "quiet" }, t("devices.rename"))));
   }
   card.append(h("div", { class: "row" }, h("button", { type: "button", class: "danger", onclick: async () => {
-    if (!confirm("Remove " + (d.name || d.device_id) + "? It forgets its schedules, limits and history, " +
-                 "and the device must be approved again.")) return;
+    if (!confirm(t("devices.remove_confirm", { name: d.name || d.device_id }))) return;
     try {
       if (full) await api.del(devicePath(d.device_id));
       forget(d.device_id);
       ctx.reload();
     } catch (err) { status.show(describeError(err), "bad"); }
-  } }, full ? "Remove" : "Remove from this list")), status);
+  } }, full ? t("devices.remove") : t("devices.remove_here"))), status);
   return card;
 }

@@ -3,26 +3,29 @@
 
 import { api, devicePath } from "../api.js";
 import { h, field, describeError } from "../ui.js";
+import { t } from "../i18n.js";
 
-export async function lessonPicker(deviceId, idPrefix, current) {
+// greyed: the device list's reason the card cannot be read (offline,
+// online_elsewhere, no_card), said when the device cannot answer.
+export async function lessonPicker(deviceId, idPrefix, current, greyed) {
   let lessons = null;
   let why = "";
   try {
     lessons = (await api.get(devicePath(deviceId, "/lessons"))).data.lessons || [];
   } catch (e) {
     if (e.status === 401) throw e;
-    why = e.unavailable ? "The card's lesson list is not available on this server."
-      : e.status === 503 ? "The device is off, so its card cannot be read now." : describeError(e);
+    why = e.unavailable ? t("lessons.unavailable")
+      : e.status === 503 ? t("greyed.why." + (greyed || "offline")) : describeError(e);
   }
   const names = (lessons || []).map((l) => (typeof l === "string" ? l : l.name)).filter(Boolean);
   if (current && !names.includes(current) && lessons) names.unshift(current);
   if (names.length) {
     const select = h("select", { id: idPrefix + "-lesson", name: "lesson" },
                      names.map((n) => h("option", { value: n, selected: n === current }, n)));
-    return { el: field("Lesson", select), value: () => select.value };
+    return { el: field(t("lessons.lesson"), select), value: () => select.value };
   }
   const input = h("input", { id: idPrefix + "-lesson", name: "lesson", value: current || "",
                              placeholder: "lesson1.mp3", required: true });
-  const hint = lessons ? "The card has no lessons: type a file name." : why + " Type the file name on the card.";
-  return { el: field("Lesson file", input, hint), value: () => input.value.trim() };
+  const hint = lessons ? t("lessons.empty_card") : why + " " + t("lessons.type_name");
+  return { el: field(t("lessons.file"), input, hint), value: () => input.value.trim() };
 }

@@ -5,13 +5,14 @@
 import { api, devicePath } from "../api.js";
 import { h, statusLine, field, describeError } from "../ui.js";
 import { guardedCard } from "./guarded.js";
+import { t } from "../i18n.js";
 
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
   root.append(
-    await guardedCard("Bedtime and talk time", devicePath(deviceId, "/limits"), "Bedtime and talk time",
+    await guardedCard(t("limits.title"), devicePath(deviceId, "/limits"), t("limits.title"),
                       (data) => limitsForm(deviceId, data)),
-    await guardedCard("Topics to avoid", devicePath(deviceId, "/topics"), "Topics to avoid",
+    await guardedCard(t("topics.title"), devicePath(deviceId, "/topics"), t("topics.title"),
                       (data) => topicsForm(deviceId, data)));
 }
 
@@ -21,7 +22,7 @@ function limitsForm(deviceId, data) {
   const start = h("input", { type: "time", id: "bedtime-start", value: bed.start });
   const end = h("input", { type: "time", id: "bedtime-end", value: bed.end });
   const minutes = h("input", { type: "number", id: "talk-minutes", min: "1", max: "1440",
-                               value: data.daily_talk_minutes || "", placeholder: "no limit" });
+                               value: data.daily_talk_minutes || "", placeholder: t("limits.no_limit") });
   const zone = h("input", { id: "timezone", value: data.timezone || "", placeholder: "Asia/Shanghai" });
   const status = statusLine("limits-status");
   return h("form", { id: "limits-form", onsubmit: async (e) => {
@@ -31,27 +32,18 @@ function limitsForm(deviceId, data) {
     if (zone.value.trim()) body.timezone = zone.value.trim();
     try {
       await api.put(devicePath(deviceId, "/limits"), body);
-      status.show("Saved.", "ok");
+      status.show(t("common.saved"), "ok");
     } catch (err) {
       status.show(describeError(err), "bad");
     }
   } },
-    h("p", { class: "note" }, "Outside these the device says a kind line and does not chat. Lessons you " +
-      "start or schedule still play."),
-    h("label", { class: "check" }, on, "Bedtime"),
-    h("div", { class: "row" }, field("From", start), field("Until", end)),
-    field("Talk time per day (minutes)", minutes, "Empty: no limit."),
-    field("Device time zone", zone, "Bedtime and days follow this time zone."),
-    h("button", { type: "submit", id: "save-limits" }, "Save"), status);
+    h("p", { class: "note" }, t("limits.explain")),
+    h("label", { class: "check" }, on, t("limits.bedtime")),
+    h("div", { class: "row" }, field(t("limits.from"), start), field(t("limits.until"), end)),
+    field(t("limits.talk_minutes"), minutes, t("limits.empty_no_limit")),
+    field(t("limits.zone"), zone, t("limits.zone_hint")),
+    h("button", { type: "submit", id: "save-limits" }, t("common.save")), status);
 }
-
-// The synonyms' strings, in one place (they move to the console's message tables).
-const SYNONYM_TEXT = {
-  label: "Also blocks",
-  hint: "One topic per line: the topic, a colon, its words separated by commas. Change a line to use your own " +
-    "words; delete it to go back to the built-in list.",
-  placeholder: "ghosts: phantom, 幽灵",
-};
 
 // "topic: a, b" lines <-> {topic: [words]}: what each topic also blocks, as the parent reads and edits it.
 function synonymLines(synonyms) {
@@ -83,9 +75,9 @@ function changedSynonyms(topicList, shown, edited, typed) {
 }
 
 function topicsForm(deviceId, data) {
-  const topics = h("textarea", { id: "topics", placeholder: "one topic per line" });
+  const topics = h("textarea", { id: "topics", placeholder: t("topics.placeholder") });
   topics.value = (data.blocked_topics || []).join("\n");
-  const synonyms = h("textarea", { id: "topic-synonyms", placeholder: SYNONYM_TEXT.placeholder });
+  const synonyms = h("textarea", { id: "topic-synonyms", placeholder: t("topics.synonyms_placeholder") });
   synonyms.value = synonymLines(data.synonyms);
   // Left empty, the server's own kind line is said (shown greyed as the example).
   const line = h("input", { id: "redirect-line", value: data.redirect_default ? "" : data.redirect_line || "",
@@ -93,7 +85,7 @@ function topicsForm(deviceId, data) {
   const status = statusLine("topics-status");
   return h("form", { id: "topics-form", onsubmit: async (e) => {
     e.preventDefault();
-    const topicList = topics.value.split("\n").map((t) => t.trim()).filter(Boolean);
+    const topicList = topics.value.split("\n").map((x) => x.trim()).filter(Boolean);
     const body = { blocked_topics: topicList, redirect_line: line.value.trim() || null,
                    synonyms: changedSynonyms(topicList, data.synonyms || {}, data.synonyms_edited || [],
                                              parseSynonyms(synonyms.value)) };
@@ -102,15 +94,14 @@ function topicsForm(deviceId, data) {
       // the server's lists after the save (a new topic shows its built-in words)
       Object.assign(data, (saved && saved.data) || {});
       synonyms.value = synonymLines(data.synonyms);
-      status.show("Saved.", "ok");
+      status.show(t("common.saved"), "ok");
     } catch (err) {
       status.show(describeError(err), "bad");
     }
   } },
-    h("p", { class: "note" }, "When the child or the companion touches one of these, the companion says the " +
-      "line below instead, and the moment shows on the “What the child did” page."),
-    field("Topics", topics, "One per line, in any language."),
-    field(SYNONYM_TEXT.label, synonyms, SYNONYM_TEXT.hint),
-    field("What the companion says instead", line, "Empty: the line shown in grey."),
-    h("button", { type: "submit", id: "save-topics" }, "Save"), status);
+    h("p", { class: "note" }, t("topics.explain")),
+    field(t("topics.topics"), topics, t("topics.hint")),
+    field(t("topics.synonyms"), synonyms, t("topics.synonyms_hint")),
+    field(t("topics.instead"), line, t("topics.instead_hint")),
+    h("button", { type: "submit", id: "save-topics" }, t("common.save")), status);
 }

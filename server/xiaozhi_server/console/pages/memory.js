@@ -5,16 +5,11 @@
 import { api, devicePath } from "../api.js";
 import { h, statusLine, field, describeError } from "../ui.js";
 import { guardedCard } from "./guarded.js";
-
-// The page's strings added with issue 37, in one place (they move to the console's message tables).
-const MEMORY_TEXT = {
-  rules: "The companion reads these as notes, never as instructions. Letters, digits, spaces and simple " +
-    "punctuation only: a line with anything else is refused and the reason shown below.",
-};
+import { t } from "../i18n.js";
 
 export async function render(root, ctx) {
   const deviceId = ctx.device.device_id;
-  root.append(await guardedCard("What the companion remembers", devicePath(deviceId, "/memory"), "Memory",
+  root.append(await guardedCard(t("memory.title"), devicePath(deviceId, "/memory"), t("page.memory"),
                                 (data) => memoryForm(deviceId, data, ctx)));
 }
 
@@ -43,23 +38,23 @@ function memoryForm(deviceId, data, ctx) {
       notes: notes.value.trim() } } : { enabled: false };
     try {
       await api.put(devicePath(deviceId, "/memory"), body);
-      status.show("Saved.", "ok");
+      status.show(t("common.saved"), "ok");
     } catch (err) {
       status.show(describeError(err), "bad");
     }
   } },
-    h("label", { class: "check" }, on, "Let the companion remember things about the child"),
-    h("p", { class: "note", id: "memory-rules" }, MEMORY_TEXT.rules),
-    field("Name", name), field("Age", age), field("Likes", interests, "One per line."),
-    field("Has learnt", learnt, "One per line."), field("Notes", notes),
-    h("div", { class: "row" }, h("button", { type: "submit", id: "save-memory" }, "Save"),
+    h("label", { class: "check" }, on, t("memory.switch")),
+    h("p", { class: "note", id: "memory-rules" }, t("memory.rules")),
+    field(t("memory.name"), name), field(t("memory.age"), age), field(t("memory.likes"), interests, t("memory.one_per_line")),
+    field(t("memory.learnt"), learnt, t("memory.one_per_line")), field(t("memory.notes"), notes),
+    h("div", { class: "row" }, h("button", { type: "submit", id: "save-memory" }, t("common.save")),
       h("button", { type: "button", class: "danger", id: "erase-memory", onclick: async () => {
-        if (!confirm("Erase everything the companion remembers about the child?")) return;
+        if (!confirm(t("memory.erase_confirm"))) return;
         try {
           await api.del(devicePath(deviceId, "/memory"));
           ctx.reload();
         } catch (err) {
           status.show(describeError(err), "bad");
         }
-      } }, "Erase")), status);
+      } }, t("memory.erase"))), status);
 }

@@ -3,6 +3,7 @@
 
 import { api, devicePath } from "../api.js";
 import { h, section, statusLine, field, describeError, describeAck, doing, ago } from "../ui.js";
+import { t, when } from "../i18n.js";
 import { lessonPicker } from "./lessons.js";
 
 const WAIT_S = 10;   // how long the page waits for the device's answer
@@ -16,11 +17,11 @@ export async function render(root, ctx) {
   // What the device reports and what was asked of it: read again after each start.
   const showDevice = async () => {
     const { data } = await api.get(devicePath(deviceId));
-    state.replaceChildren(stateCard(data));
-    recent.replaceChildren(recentList(data.recent_requests || []));
+    state.replaceChildren(stateCard(data, ctx.timezone));
+    recent.replaceChildren(recentList(data.recent_requests || [], ctx.timezone));
   };
   const start = async (body, what) => {
-    result.show("Sending " + what + "…");
+    result.show(t("now.sending", { what: t("now.what." + what) }));
     try {
       const { data } = await api.post(devicePath(deviceId, "/tasks?wait=" + WAIT_S), body);
       const said = describeAck(data.ack);
@@ -41,56 +42,62 @@ export async function render(root, ctx) {
     else showDevice().catch(() => {});
   }, REFRESH_MS);
 
-  const lesson = await lessonPicker(deviceId, "now", null);
+  const lesson = await lessonPicker(deviceId, "now", null, (ctx.device.greyed || {}).lessons);
   const repeat = h("input", { id: "now-repeat", type: "number", min: "1", max: "100", value: "1" });
   const powerOff = h("input", { id: "now-power-off", type: "checkbox" });
   const lessonForm = h("form", { id: "lesson-form", onsubmit: (e) => {
     e.preventDefault();
     const params = { name: lesson.value(), repeat: Number(repeat.value) || 1 };
     if (powerOff.checked) params.power_off_after = true;
-    start({ app_id: "english_learning", task_id: "repeater", params }, "the lesson");
-  } }, lesson.el, field("Times to play it", repeat),
-    h("label", { class: "check" }, powerOff, "Turn the device off when it is done"),
-    h("button", { type: "submit", id: "start-lesson" }, "Play now"));
+    start({ app_id: "english_learning", task_id: "repeater", params }, "lesson");
+  } }, lesson.el, field(t("now.times"), repeat),
+    h("label", { class: "check" }, powerOff, t("now.power_off")),
+    h("button", { type: "submit", id: "start-lesson" }, t("now.play")));
 
+  // A device that only talks (no control channel) takes no task: its
+  // buttons are greyed, and the page says why.
+  const why = (ctx.device.greyed || {}).start;
+  const buttons = [
+    h("button", { type: "button", id: "start-translation",
+                  onclick: () => start({ app_id: "english_translation" }, "translation") }, t("now.start_translation")),
+    h("button", { type: "button", id: "start-chat",
+                  onclick: () => start({ app_id: "chat" }, "chat") }, t("now.start_chat")),
+    h("button", { type: "button", id: "stop", class: "danger",
+                  onclick: () => start({ app_id: "chat" }, "stop") }, t("now.stop"))];
+  if (why) {
+    for (const b of [...buttons, lessonForm.querySelector("#start-lesson")]) b.disabled = true;
+  }
+  if (why) root.append(h("p", { id: "now-greyed", class: "status bad" }, t("greyed.why." + why)));
   root.append(
-    section("Play a lesson", lessonForm),
-    section("Talk", h("div", { class: "row" },
-      h("button", { type: "button", id: "start-translation",
-                    onclick: () => start({ app_id: "english_translation" }, "translation") }, "Start translation"),
-      h("button", { type: "button", id: "start-chat",
-                    onclick: () => start({ app_id: "chat" }, "chat") }, "Start chat"),
-      h("button", { type: "button", id: "stop", class: "danger",
-                    onclick: () => start({ app_id: "chat" }, "stop") }, "Stop")),
-      h("p", { class: "note" }, "Stop ends a lesson or translation: the device goes back to chatting, " +
-        "as it does by itself when a lesson ends.")),
-    section("What the device said", result, h("h3", {}, "Earlier"), recent));
+    section(t("now.play_title"), lessonForm),
+    section(t("now.talk"), h("div", { class: "row" }, buttons), h("p", { class: "note" }, t("now.stop_note"))),
+    section(t("now.said_title"), result, h("h3", {}, t("now.earlier")), recent));
 }
 
-function stateCard(d) {
+function stateCard(d, timeZone) {
   const report = d.state ? d.state.report || {} : null;
-  if (!report) return section("Right now", h("p", { id: "now-state", class: "note" }, "The device has not reported yet."));
+  if (!report) return section(t("now.right_now"), h("p", { id: "now-state", class: "note" }, t("now.not_reported")));
   const player = report.player || {};
-  const lines = [h("span", {}, "Doing: " + doing(report.active_app_id, report.active_task_id, player))];
-  if (player.state) lines.push(h("span", {}, "Player: " + player.state));
-  lines.push(h("span", {}, "Reported " + ago(d.state.received_at)));
-  return section("Right now", h("p", { id: "now-state", class: "facts" }, lines));
+  const lines = [h("span", {}, t("devices.doing", { what: doing(report.active_app_id, report.active_task_id, player) }))];
+  if (player.state) lines.push(h("span", {}, t("now.player", { state: t("now.player." + player.state) })));
+  lines.push(h("span", {}, t("now.reported", { when: ago(d.state.received_at, timeZone) })));
+  return section(t("now.right_now"), h("p", { id: "now-state", class: "facts" }, lines));
 }
 
 const ASKED = {
-  START_APP_TASK: (p) => ({ english_learning: "Play " + ((p.params || {}).name || "a lesson"),
-                           english_translation: "Start translation", chat: "Chat (or stop)" })[p.app_id] || p.app_id,
-  SET_ALARM: () => "Set a schedule",
-  UNSET_ALARM: () => "Remove a schedule",
+  START_APP_TASK: (p) => ({ english_learning: t("now.asked.play", { name: (p.params || {}).name || t("now.asked.a_lesson") }),
+                           english_translation: t("now.start_translation"), chat: t("now.asked.chat") })[p.app_id] || p.app_id,
+  SET_ALARM: () => t("now.asked.set_alarm"),
+  UNSET_ALARM: () => t("now.asked.unset_alarm"),
 };
 
-function recentList(requests) {
-  if (!requests.length) return h("p", { class: "note" }, "Nothing sent yet.");
+function recentList(requests, timeZone) {
+  if (!requests.length) return h("p", { class: "note" }, t("now.nothing_sent"));
   return h("ul", { class: "plain", id: "recent" }, requests.slice(0, 5).map((r) => {
     const said = describeAck(r.ack);
     const asked = ASKED[r.action] ? ASKED[r.action](r.payload || {}) : r.action;
-    const when = r.sent_at ? h("small", { class: "note" }, new Date(r.sent_at * 1000).toLocaleString() + " ") : null;
-    return h("li", {}, when, asked, ": ",
+    const sent = r.sent_at ? h("small", { class: "note" }, when(r.sent_at, timeZone) + " ") : null;
+    return h("li", {}, sent, asked, ": ",
              h("span", { class: "status " + said.kind }, said.text));
   }));
 }

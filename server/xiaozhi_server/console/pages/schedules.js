@@ -5,8 +5,9 @@
 import { api, devicePath } from "../api.js";
 import { h, section, statusLine, field, describeError, describeAck } from "../ui.js";
 import { lessonPicker } from "./lessons.js";
+import { t, when as at } from "../i18n.js";
 
-const DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];   // 1 = Monday ... 7 = Sunday
+const DAYS = () => t("sched.days").split(",");   // 1 = Monday ... 7 = Sunday
 const WAIT_S = 10;
 // A schedule names its task (the API does not fill in the app's default
 // here, as it does for a start now): each app's default task (data/apps.json).
@@ -17,14 +18,14 @@ export async function render(root, ctx) {
   root.append(await clockCard(deviceId), offCard());
   const list = (await api.get(devicePath(deviceId, "/schedules"))).data.schedules || [];
   const editor = h("div", { id: "schedule-editor" });
-  const table = section("Planned", list.length ? scheduleTable(list, deviceId, editor, ctx)
-                                               : h("p", { class: "note", id: "no-schedules" }, "Nothing planned yet."));
+  const table = section(t("sched.planned"), list.length ? scheduleTable(list, deviceId, editor, ctx)
+                                               : h("p", { class: "note", id: "no-schedules" }, t("sched.nothing")));
   root.append(table, editor);
   await showEditor(editor, deviceId, null, ctx);
 }
 
 async function clockCard(deviceId) {
-  let zone = "the device's own clock";
+  let zone = t("sched.own_clock");
   try {
     const { data } = await api.get(devicePath(deviceId, "/limits"));
     if (data.timezone) zone = data.timezone;
@@ -32,34 +33,33 @@ async function clockCard(deviceId) {
     if (e.status === 401) throw e;
   }
   return h("p", { class: "note", id: "device-timezone" },
-           "Times are the device's time (", h("strong", {}, zone), "). A one-time date is taken in this phone's time.");
+           t("sched.zone_before"), h("strong", {}, zone), t("sched.zone_after"));
 }
 
 function offCard() {
-  return section("If the device is off",
-    h("ul", {},
-      h("li", {}, "Turned off by itself (after a lesson, or asleep): it wakes up at the planned time and plays."),
-      h("li", {}, "Unplugged or battery empty: it cannot wake. If it is switched on within 30 minutes of the " +
-                  "time, the lesson still plays; later, it is skipped and shown here as missed.")));
+  return section(t("sched.off_title"),
+    h("ul", {}, h("li", {}, t("sched.off_asleep")), h("li", {}, t("sched.off_unplugged"))));
 }
 
-function when(s) {
-  if (s.at) return "Once, " + new Date(s.at * 1000).toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
-  const days = s.days && s.days.length && s.days.length < 7 ? s.days.map((d) => DAYS[d - 1]).join(", ") : "Every day";
-  return days + " at " + s.time;
+function when(s, timeZone) {
+  if (s.at) return t("sched.once", { when: at(s.at, timeZone) });
+  const days = s.days && s.days.length && s.days.length < 7 ? s.days.map((d) => DAYS()[d - 1]).join(", ")
+    : t("sched.every_day");
+  return t("sched.days_at", { days, time: s.time });
 }
 
 function what(task) {
   if (task.app_id === "english_learning") {
     const p = task.params || {};
-    return "Lesson " + p.name + (p.repeat > 1 ? " × " + p.repeat : "") + (p.power_off_after ? ", then off" : "");
+    return t("sched.lesson", { name: p.name }) + (p.repeat > 1 ? " × " + p.repeat : "") +
+      (p.power_off_after ? t("sched.then_off") : "");
   }
-  return task.app_id === "english_translation" ? "Translation" : "Chat";
+  return task.app_id === "english_translation" ? t("sched.translation") : t("sched.chat");
 }
 
 function stateWords(s) {
-  if (s.state === "active") return "Set on the device";
-  if (s.state === "pending_ack") return "Waiting for the device (sent when it is online)";
+  if (s.state === "active") return t("sched.state.active");
+  if (s.state === "pending_ack") return t("sched.state.pending_ack");
   if (s.state === "failed") return describeAck(s.last_ack).text;
   return s.state;
 }
@@ -67,23 +67,24 @@ function stateWords(s) {
 function scheduleTable(list, deviceId, editor, ctx) {
   const status = statusLine("schedules-status");
   const rows = list.map((s) => h("tr", { "data-alarm": s.alarm_id },
-    h("td", {}, when(s)), h("td", {}, what(s.pending_task)),
-    h("td", {}, stateWords(s), s.missed ? h("div", { class: "status bad" }, "Missed on " +
-      new Date(s.missed.at * 1000).toLocaleString() + " (the device was off)") : null),
+    h("td", {}, when(s, ctx.timezone)), h("td", {}, what(s.pending_task)),
+    h("td", {}, stateWords(s), s.missed ? h("div", { class: "status bad" },
+      t("sched.missed", { when: at(s.missed.at, ctx.timezone) })) : null),
     h("td", {}, h("div", { class: "row" },
-      h("button", { type: "button", class: "quiet", onclick: () => showEditor(editor, deviceId, s, ctx) }, "Edit"),
+      h("button", { type: "button", class: "quiet", onclick: () => showEditor(editor, deviceId, s, ctx) }, t("sched.edit")),
       h("button", { type: "button", class: "danger", onclick: async () => {
-        if (!confirm("Delete this schedule?")) return;
+        if (!confirm(t("sched.delete_confirm"))) return;
         try {
           await api.del(devicePath(deviceId, "/schedules/" + encodeURIComponent(s.alarm_id) + "?wait=" + WAIT_S),
                         { "If-Match": '"' + s.revision + '"' });
           ctx.reload();
         } catch (e) {
-          status.show(e.status === 412 ? "Someone changed it meanwhile: look again." : describeError(e), "bad");
+          status.show(e.status === 412 ? t("sched.changed") : describeError(e), "bad");
         }
-      } }, "Delete")))));
+      } }, t("sched.delete"))))));
   return h("div", {}, h("table", { id: "schedules" },
-    h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "What"), h("th", {}, "State"), h("th", {}, ""))),
+    h("thead", {}, h("tr", {}, h("th", {}, t("sched.when")), h("th", {}, t("sched.what")), h("th", {}, t("sched.state")),
+                    h("th", {}, ""))),
     h("tbody", {}, rows)), status);
 }
 
@@ -98,24 +99,25 @@ async function showEditor(editor, deviceId, s, ctx) {
   const once = h("input", { type: "radio", name: "kind", id: "kind-once", value: "once", checked: editing && s.at });
   const repeat = h("input", { type: "radio", name: "kind", id: "kind-repeat", value: "repeat",
                               checked: !editing || !s.at });
-  const at = h("input", { type: "datetime-local", id: "sched-at", value: editing && s.at ? localInput(s.at) : "" });
+  const atInput = h("input", { type: "datetime-local", id: "sched-at", value: editing && s.at ? localInput(s.at) : "" });
   const time = h("input", { type: "time", id: "sched-time", value: editing && s.time ? s.time : "07:30" });
-  const dayBoxes = DAYS.map((name, i) => h("input", { type: "checkbox", value: String(i + 1), id: "day-" + (i + 1),
+  const dayBoxes = DAYS().map((name, i) => h("input", { type: "checkbox", value: String(i + 1), id: "day-" + (i + 1),
     checked: !editing || !s.days || s.days.includes(i + 1) }));
   const app = h("select", { id: "sched-app" },
-    h("option", { value: "english_learning", selected: task.app_id === "english_learning" }, "A lesson"),
-    h("option", { value: "english_translation", selected: task.app_id === "english_translation" }, "Translation"),
-    h("option", { value: "chat", selected: task.app_id === "chat" }, "Chat"));
-  const lesson = await lessonPicker(deviceId, "sched", task.params && task.params.name);
+    h("option", { value: "english_learning", selected: task.app_id === "english_learning" }, t("sched.a_lesson")),
+    h("option", { value: "english_translation", selected: task.app_id === "english_translation" }, t("sched.translation")),
+    h("option", { value: "chat", selected: task.app_id === "chat" }, t("sched.chat")));
+  const lesson = await lessonPicker(deviceId, "sched", task.params && task.params.name,
+                                    (ctx.device.greyed || {}).lessons);
   const times = h("input", { type: "number", id: "sched-repeat", min: "1", max: "100",
                              value: (task.params && task.params.repeat) || 1 });
   const powerOff = h("input", { type: "checkbox", id: "sched-power-off", checked: task.params && task.params.power_off_after });
   const status = statusLine("schedule-status");
-  const onceFields = h("div", {}, field("Date and time", at));
-  const repeatFields = h("div", {}, field("Time", time), h("div", { class: "days" },
-    dayBoxes.map((box, i) => h("label", { class: "check" }, box, DAYS[i]))));
-  const lessonFields = h("div", {}, lesson.el, field("Times to play it", times),
-    h("label", { class: "check" }, powerOff, "Turn the device off when it is done"));
+  const onceFields = h("div", {}, field(t("sched.date_time"), atInput));
+  const repeatFields = h("div", {}, field(t("sched.time"), time), h("div", { class: "days" },
+    dayBoxes.map((box, i) => h("label", { class: "check" }, box, DAYS()[i]))));
+  const lessonFields = h("div", {}, lesson.el, field(t("now.times"), times),
+    h("label", { class: "check" }, powerOff, t("now.power_off")));
   const sync = () => {
     onceFields.hidden = !once.checked;
     repeatFields.hidden = once.checked;
@@ -132,36 +134,37 @@ async function showEditor(editor, deviceId, s, ctx) {
       if (powerOff.checked) body.pending_task.params.power_off_after = true;
     }
     if (once.checked) {
-      if (!at.value) return status.show("Choose the date and time.", "bad");
-      body.at = Math.round(new Date(at.value).getTime() / 1000);
+      if (!atInput.value) return status.show(t("sched.choose_date"), "bad");
+      body.at = Math.round(new Date(atInput.value).getTime() / 1000);
     } else {
       const days = dayBoxes.filter((b) => b.checked).map((b) => Number(b.value));
-      if (!days.length) return status.show("Choose at least one day.", "bad");
+      if (!days.length) return status.show(t("sched.choose_day"), "bad");
       body.time = time.value;
       if (days.length < 7) body.days = days;
     }
-    status.show("Saving…");
+    status.show(t("sched.saving"));
     try {
       const path = devicePath(deviceId, "/schedules" + (editing ? "/" + encodeURIComponent(s.alarm_id) : "") +
                               "?wait=" + WAIT_S);
       const saved = editing ? await api.put(path, body, { "If-Match": '"' + s.revision + '"' })
                             : await api.post(path, body);
-      const words = saved.data.state === "active" ? "Saved, and set on the device." :
-        saved.data.state === "failed" ? "Saved, but " + describeAck(saved.data.last_ack).text :
-        "Saved. It is set on the device when the device is online.";
+      const words = saved.data.state === "active" ? t("sched.saved_set") :
+        saved.data.state === "failed" ? t("sched.saved_but", { why: describeAck(saved.data.last_ack).text }) :
+        t("sched.saved_pending");
       status.show(words, saved.data.state === "failed" ? "bad" : "ok");
       setTimeout(ctx.reload, 1200);
     } catch (err) {
-      status.show(err.status === 412 ? "Someone changed it meanwhile: look again." : describeError(err), "bad");
+      status.show(err.status === 412 ? t("sched.changed") : describeError(err), "bad");
     }
   };
-  editor.replaceChildren(section(editing ? "Change the schedule" : "New schedule",
+  editor.replaceChildren(section(editing ? t("sched.change_title") : t("sched.new_title"),
     h("form", { id: "schedule-form", onsubmit: save },
-      h("div", { class: "row" }, h("label", { class: "check" }, repeat, "Repeats"),
-        h("label", { class: "check" }, once, "Once")),
-      repeatFields, onceFields, field("What", app), lessonFields,
-      h("div", { class: "row" }, h("button", { type: "submit", id: "save-schedule" }, editing ? "Save changes" : "Add"),
+      h("div", { class: "row" }, h("label", { class: "check" }, repeat, t("sched.repeats")),
+        h("label", { class: "check" }, once, t("sched.once_kind"))),
+      repeatFields, onceFields, field(t("sched.what"), app), lessonFields,
+      h("div", { class: "row" }, h("button", { type: "submit", id: "save-schedule" },
+                                   editing ? t("sched.save_changes") : t("devices.add")),
         editing ? h("button", { type: "button", class: "quiet", onclick: () => showEditor(editor, deviceId, null, ctx) },
-                    "Cancel") : null),
+                    t("sched.cancel")) : null),
       status)));
 }
