@@ -21,7 +21,9 @@ Other layers (the control API) add their routes to `app`.
 /console/ is the parents' console (files in ../console/): static, served
 without a token (the page holds no data; its API calls need the login),
 with a policy that lets it load nothing from another host and be framed
-by no other page.
+by no other page. On a server bound to loopback the console answers only
+requests that name loopback in Host (and Origin): a page under another
+name that resolves to 127.0.0.1 (DNS rebinding) gets 403 (local_origin.py).
 
 Every connection passes the edge first (http_edge.py: header and body
 timeouts, body limit, connection cap); the device endpoints answer a
@@ -40,7 +42,9 @@ from typing import TYPE_CHECKING, Callable
 from aiohttp import web
 
 from .. import protocol as proto
+from ..config import is_loopback
 from ..control.errors import StoreUnavailable
+from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
 from . import auth, http_edge, tls
 
@@ -208,6 +212,9 @@ class HttpServer:
     async def console_page(self, request):
         """A file of the console; its index for /console/ itself. Only
         files inside the console's folder, and no hidden ones."""
+        if is_loopback(self.host) and not loopback_named(request.headers):
+            return web.json_response({"error": "this server is on loopback: open the console as "
+                                               "http://127.0.0.1 or http://localhost"}, status=403)
         rel = request.match_info.get("path") or "index.html"
         path = (CONSOLE_DIR / rel).resolve()
         if CONSOLE_DIR not in path.parents or path.suffix not in CONSOLE_TYPES or not path.is_file() \
