@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 # The goodbye's reason for a device whose household's wake word another
 # device answers (our firmware then stays idle: app/device.py).
 ANSWERED_ELSEWHERE = "another_device_answered"
+CLEANUP_WAIT_S = 5.0    # how long a closed session waits for its cancelled tasks
 
 # The reply task whose work is running; tasks it spawns (the speaker's
 # synthesis, tool calls inside it) inherit it.
@@ -276,14 +277,20 @@ class Session:
         self.epoch += 1
         self.speaker.cancel()
         self.mcp.close()
-        tasks = [t for t in [self.reply_task, *self._tasks] if t is not None]
+        tasks = [t for t in [self.reply_task, *self._tasks] if t is not None and not t.done()]
         for t in tasks:
             t.cancel()
-        for t in tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
+        if tasks:
+            # A task that does not end when cancelled (a provider stuck in a
+            # close) must not keep the session counted, nor the server from
+            # stopping: it is left behind, and said so.
+            ended, stuck = await asyncio.wait(tasks, timeout=CLEANUP_WAIT_S)
+            for t in ended:
+                if not t.cancelled():
+                    t.exception()       # read: a task that failed while closing is not news
+            if stuck:
+                log.warning("[%s] %d task(s) of session %s did not end within %.0f s of its close: left behind",
+                            self.device_id, len(stuck), self.id, CLEANUP_WAIT_S)
         if self.listener is not None:
             await self.listener.close()
         if self.runtime is not None:
