@@ -61,6 +61,7 @@ CONSOLE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
+MAX_CONSOLE_PATH = 256
 # What the console ships, by suffix: anything else is not served.
 CONSOLE_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
@@ -216,10 +217,17 @@ class HttpServer:
             return web.json_response({"error": "this server is on loopback: open the console as "
                                                "http://127.0.0.1 or http://localhost"}, status=403)
         rel = request.match_info.get("path") or "index.html"
-        path = (CONSOLE_DIR / rel).resolve()
-        if CONSOLE_DIR not in path.parents or path.suffix not in CONSOLE_TYPES or not path.is_file() \
-                or any(part.startswith(".") for part in path.relative_to(CONSOLE_DIR).parts):
-            return web.json_response({"error": "no such console file: %s" % rel}, status=404)
+        # The file system's own refusals (a NUL, a name over 255 bytes) would be 500s.
+        if "\x00" in rel or len(rel) > MAX_CONSOLE_PATH or any(len(p.encode()) > 255 for p in rel.split("/")):
+            return web.json_response({"error": "not a console file name"}, status=400)
+        try:
+            path = (CONSOLE_DIR / rel).resolve()
+            found = CONSOLE_DIR in path.parents and path.suffix in CONSOLE_TYPES and path.is_file() \
+                and not any(part.startswith(".") for part in path.relative_to(CONSOLE_DIR).parts)
+        except (OSError, ValueError):
+            found = False
+        if not found:
+            return web.json_response({"error": "no such console file: %s" % rel[:80]}, status=404)
         return web.FileResponse(path, headers=dict(CONSOLE_HEADERS, **{"Content-Type": CONSOLE_TYPES[path.suffix]}))
 
     async def start(self) -> HttpServer:
