@@ -197,3 +197,28 @@ async def test_an_ack_and_its_schedules_state_are_stored_together(store):
     assert (await store.get_schedule("d1", "a1"))["state"] == "active"
     assert await store.record_ack(req_id, {"ok": False}, ("d1", "a1", "failed")) is None
     assert (await store.get_schedule("d1", "a1"))["state"] == "active", "only the first ack decides"
+
+
+async def test_the_sqlite_store_is_the_owners_alone(tmp_path):
+    # Children's transcripts and memory live here: no other user of the
+    # machine reads them (0700 folder, 0600 file and its WAL), even when the
+    # umask would allow it, and a store made open before is tightened.
+    import os
+    import stat
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "var" / "control.db"
+        s = await Store(str(path)).open()
+        await s.close()
+        older = tmp_path / "old" / "control.db"
+        older.parent.mkdir(mode=0o755)
+        older.touch(mode=0o644)
+        os.chmod(older, 0o644)
+        s = await Store(str(older)).open()
+        await s.close()
+    finally:
+        os.umask(old)
+    for folder in (path.parent, older.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for f in list(path.parent.iterdir()) + list(older.parent.iterdir()):
+        assert stat.S_IMODE(f.stat().st_mode) & 0o077 == 0, (f, oct(f.stat().st_mode))
