@@ -38,7 +38,8 @@ from ..logthrottle import LogThrottle
 from . import checks
 from .api_care import CareApi
 from .console_sessions import COOKIE, ConsoleSessions
-from .errors import BadRequest, ControlError, DeviceBusy, Forbidden, NotFound, Unauthorized
+from .login_throttle import LoginThrottle
+from .errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,8 @@ def routes():
 def error_response(e):
     body = {"error": {"code": e.code, "message": e.message}}
     body.update(e.extra)
-    headers = {"Retry-After": "%d" % max(1, round(e.retry_after_s))} if isinstance(e, DeviceBusy) else None
+    retry = getattr(e, "retry_after_s", None)     # DeviceBusy, TooManyAttempts
+    headers = {"Retry-After": "%d" % max(1, round(retry))} if retry is not None else None
     return web.json_response(body, status=e.status, dumps=_dumps, headers=headers)
 
 
@@ -150,6 +152,7 @@ class ControlApi(CareApi):
         self.sessions = ConsoleSessions()
         self.refusals = LogThrottle(log)      # wrong console tokens: a few lines, then a count
         self.rebinds = LogThrottle(log)       # requests under a name that is not loopback
+        self.guesses = LoginThrottle()        # wrong tokens per address: 429 past a few
 
     def _authorize(self, request):
         _same_site(request)
@@ -159,8 +162,10 @@ class ControlApi(CareApi):
         if not self.tokens:
             raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
         if "Authorization" in request.headers:
+            self.guesses.check(request.remote)
             scheme, _, given = request.headers["Authorization"].partition(" ")
             if scheme.lower() != "bearer" or not self._accepted(given.strip()):
+                self.guesses.failed(request.remote)
                 raise Unauthorized("send Authorization: Bearer <control.api_token>")
             return
         self._loopback_named(request)
@@ -398,7 +403,9 @@ class ControlApi(CareApi):
         if self.token_required:
             if not self.tokens:
                 raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
+            self.guesses.check(request.remote)
             if not self._accepted(token):
+                self.guesses.failed(request.remote)
                 self.refusals.log(logging.WARNING, "console logins refused",
                                   "console login refused: wrong token (from %s)", request.remote)
                 raise Unauthorized("token: that is not this server's API token")
