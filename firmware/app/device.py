@@ -258,7 +258,7 @@ class Device:
         if score is not None and not 0 <= score <= 1:
             score = None
         if level is not None:
-            level = max(-200, min(20, level))
+            level = max(-200, min(0, level))
         return level, score
 
     async def on_button(self):
