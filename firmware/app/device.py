@@ -86,10 +86,10 @@ class Device:
         self.board = board
         self.cfg = cfg
         self.bus = bus or Bus()
-        ca_file = (cfg.get("tls") or {}).get("ca_file")
-        if ca_file:     # a board without TLS never loads lib/trust.py
+        tls = cfg.get("tls") or {}
+        if tls.get("ca_file"):     # a board without TLS never loads lib/trust.py
             import trust
-            trust.configure(ca_file)
+            trust.configure(tls["ca_file"], tls.get("allow_plain") is True)
         self._told_untrusted = []     # channels whose refused certificate was said aloud
         self.bus.listen(self._untrusted)
         self.state = DeviceState()
