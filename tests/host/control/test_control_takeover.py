@@ -54,3 +54,35 @@ def test_the_broker_ends_with_a_server_killed_with_sigkill(tmp_path):
         server.kill()
         server.wait()
         server.stdout.close()
+
+
+async def test_a_node_whose_link_session_is_taken_over_says_so_and_stops(caplog):
+    # Two nodes given one broker login and client id kicked each other off
+    # in a loop, silently, each missing the reports sent meanwhile.
+    from testkit.control_api import eventually
+    from testkit.mosquitto import Mosquitto
+    from xiaozhi_server.control.errors import BrokerUnavailable
+    from xiaozhi_server.control.mqtt import MqttLink
+    broker = Mosquitto().start()
+    first = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")
+    second = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")
+    try:
+        await first.start()
+        assert first.connected.is_set()
+        await second.start()
+        await eventually(lambda: first.taken_over, timeout=30)
+        lines = [r.getMessage() for r in caplog.records if "took over this node's session" in r.getMessage()]
+        assert len(lines) == 1 and "same broker login" in lines[0], lines
+        assert first._task.done() and not first.connected.is_set()      # it stopped, not a loop
+        try:
+            await first.publish("dev/x/cmd", {"type": "x"})
+            raise AssertionError("a link that lost its session published")
+        except BrokerUnavailable as e:
+            assert "took over" in str(e)
+        # The other node keeps the session (it was kicked only while the loop lasted).
+        await eventually(lambda: second.connected.is_set(), timeout=30)
+        assert second.taken_over is None and not second._task.done()
+    finally:
+        await first.stop()
+        await second.stop()
+        broker.close()
