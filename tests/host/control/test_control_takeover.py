@@ -86,3 +86,22 @@ async def test_a_node_whose_link_session_is_taken_over_says_so_and_stops(caplog)
         await first.stop()
         await second.stop()
         broker.close()
+
+
+async def test_a_device_login_cannot_knock_the_link_off_its_own_port(api):
+    # The server's link comes in on a loopback port of its own with the
+    # node's client id, which /health shows. A device's login there, with
+    # that client id, took the link's session in a loop.
+    server = api.server
+    link = server.control.link
+    await link.connected.wait()
+    connects = link.connects
+    user, password = await credentials(server, "attacker2")
+    for identifier in (link.identifier, "anything-else"):
+        try:
+            async with aiomqtt.Client("127.0.0.1", server.broker.link_port, username=user, password=password,
+                                      identifier=identifier, timeout=5):
+                raise AssertionError("a device login was taken on the link port as %s" % identifier)
+        except aiomqtt.MqttError as e:
+            assert "authori" in str(e).lower() or "not authorised" in str(e).lower() or "refused" in str(e).lower(), e
+    assert link.connected.is_set() and link.connects == connects and link.taken_over is None
