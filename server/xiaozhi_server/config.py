@@ -41,6 +41,10 @@ DEFAULTS = {
         "tokens": [],
         # Device-Id values allowed to connect; empty = any device.
         "allowed_devices": [],
+        # A session that proved only a shared token (one of `tokens`) may be
+        # any device: it gets no kept conversation, no memory, and its turns
+        # are not recorded, unless this is true (docs/security.md).
+        "shared_token_history": False,
     },
     # What one client may cost the server (docs/security.md). A connection is
     # pending until its HTTP request (line and headers) or its device hello
@@ -331,6 +335,9 @@ def check(cfg: dict) -> None:
     workers = cfg.get("server", {}).get("workers", "auto")
     if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
+    if not isinstance((cfg.get("auth") or {}).get("shared_token_history", False), bool):
+        raise ConfigError("auth.shared_token_history must be true or false, got %r"
+                          % (cfg["auth"]["shared_token_history"],))
     conversation = cfg.get("conversation") or {}
     if not isinstance(conversation.get("keep_by_default", True), bool):
         raise ConfigError("conversation.keep_by_default must be true or false, got %r"

@@ -35,7 +35,7 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
-from ..pipeline.care import write_later
+from ..pipeline.care import empty_profile, write_later
 from ..pipeline.listener import Listener, committed
 from ..pipeline.safety import Instead
 from ..runtime.runtime import AppRuntime, TaskError
@@ -76,6 +76,26 @@ def _lang(text, default):
     return "en" if any(c.isalpha() for c in text) else default
 
 
+class NoHistoryCare:
+    """The family's care records as a session without history sees them:
+    topics and flags as they are, no memory, no transcript written."""
+
+    def __init__(self, care):
+        self._care = care
+
+    def __getattr__(self, name):
+        return getattr(self._care, name)     # topics, add_flag, privacy
+
+    async def memory(self, device_id):
+        return {"enabled": False, "profile": empty_profile()}
+
+    async def set_memory(self, device_id, profile):
+        return False
+
+    async def add_turn(self, device_id, app, child, reply):
+        return False
+
+
 class Session:
     def __init__(self, ws: DeviceSocket, services: Services, device_id: str, client_id: str | None,
                  protocol_version: int = 1, peer: str | None = None) -> None:
@@ -113,6 +133,7 @@ class Session:
                              vision=services.config.get("vision"))
         # the family's store (pipeline/care.py's CarePort; None without a control store)
         self.care = getattr(services, "care", None)
+        self.keeps_history = True      # False: without_history()
         # the voice pipeline's stages (pipeline/chain.py); the safety filter holds the chat mode
         self.chain = Chain(services, device_id, lambda: self.runtime is None or self.runtime.mode == proto.MODE_CHAT,
                            self.language)
@@ -126,6 +147,14 @@ class Session:
         self._t0 = time.monotonic()
         for tool in services.server_tools():
             self.tools.add(tool)
+
+    def without_history(self) -> None:
+        """A session whose Device-Id is only a claim (a shared token): the
+        device's kept conversation and memory are not read, its turns are
+        not written; the parents' topics and flags still apply."""
+        self.keeps_history = False
+        if self.care is not None:
+            self.care = NoHistoryCare(self.care)
 
     # ---- sending ----
 
@@ -247,7 +276,8 @@ class Session:
         the device's app/start_task, and the opener once the device is ready."""
         runtime = self.runtime = AppRuntime(self, self.services.registry, self.services.config,
                                             llm_configured=self.services.llm_configured,
-                                            conversations=self.services.conversations)
+                                            conversations=self.services.conversations if self.keeps_history
+                                            else None)
         runtime.adopt_default()
         for tool in runtime_tools(self, runtime):
             self.tools.add(tool)
