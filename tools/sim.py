@@ -105,7 +105,9 @@ def prepare_state(args):
             if cfg["ota_url"] != args.server:
                 print("sim: asking the OTA URL %s" % cfg["ota_url"], file=sys.stderr)
     if args.ca:
-        cfg["tls"] = {"ca_file": os.path.abspath(args.ca)}
+        tls = cfg.get("tls") if isinstance(cfg.get("tls"), dict) else {}
+        tls["ca_file"] = os.path.abspath(args.ca)
+        cfg["tls"] = tls
     if args.device_id:
         with open(os.path.join(state, "mac"), "w") as f:
             f.write(args.device_id.replace(":", "").lower())

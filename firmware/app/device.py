@@ -86,10 +86,10 @@ class Device:
         self.board = board
         self.cfg = cfg
         self.bus = bus or Bus()
-        ca_file = (cfg.get("tls") or {}).get("ca_file")
-        if ca_file:     # a board without TLS never loads lib/trust.py
+        tls = cfg.get("tls") or {}
+        if tls.get("ca_file"):     # a board without TLS never loads lib/trust.py
             import trust
-            trust.configure(ca_file)
+            trust.configure(tls["ca_file"], tls.get("allow_plain") is True)
         self._told_untrusted = []     # channels whose refused certificate was said aloud
         self.bus.listen(self._untrusted)
         self.state = DeviceState()
@@ -258,7 +258,7 @@ class Device:
         if score is not None and not 0 <= score <= 1:
             score = None
         if level is not None:
-            level = max(-200, min(20, level))
+            level = max(-200, min(0, level))
         return level, score
 
     async def on_button(self):

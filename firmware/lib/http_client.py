@@ -52,6 +52,13 @@ async def _wait(coro, ms):
     return await asyncio.wait_for(coro, ms / 1000)
 
 
+def _plain(scheme, host, port):
+    # lib/trust.py is loaded only on a board with a CA bundle: it decides.
+    trust = sys.modules.get("trust")
+    if trust is not None:
+        trust.plain(scheme, host, port)
+
+
 async def request(method, url, headers=None, body=b"", timeout_ms=10000):
     try:
         return await _wait(_request(method, url, headers or {}, body), timeout_ms)
@@ -67,6 +74,7 @@ async def _request(method, url, headers, body):
         import trust
         reader, writer = await asyncio.open_connection(host, port, ssl=trust.context(), server_hostname=host)
     else:
+        _plain("http", host, port)
         reader, writer = await asyncio.open_connection(host, port)
     try:
         head = "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: %d\r\n" % (

@@ -32,8 +32,10 @@
 # CA bundle (lib/trust.py), with `host` as the name the certificate must
 # carry. A refused certificate is logged with its reason, told to
 # on_refused(reason), and retried on the backoff like any lost link: never
-# in plain.
+# in plain; a board with a CA bundle refuses plain mqtt:// too, unless
+# config.json says tls.allow_plain (lib/trust.py).
 import asyncio
+import sys
 
 from backoff import Backoff
 
@@ -312,6 +314,9 @@ class MQTTClient:
             self._r, self._w = await asyncio.open_connection(self.host, self.port, ssl=trust.context(),
                                                              server_hostname=self.host)
         else:
+            trust = sys.modules.get("trust")     # loaded only on a board with a CA bundle
+            if trust is not None:
+                trust.plain("mqtt", self.host, self.port)
             self._r, self._w = await asyncio.open_connection(self.host, self.port)
         await self._send(encode_connect, self.client_id, self.keepalive, self.user, self.password)
         first, n = await _with_timeout(self._read_packet(), ACK_TIMEOUT_MS)

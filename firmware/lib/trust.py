@@ -5,6 +5,7 @@
 #   trust.configure("/ca.pem")          # at boot, from config.json (PEM or DER)
 #   ctx = trust.context()               # the SSLContext; TrustError without a CA bundle
 #   why = trust.refusal(exc)            # the reason when exc is a refused certificate, else None
+#   trust.plain("ws", host, port)       # TrustError: a board with a CA bundle speaks no plain
 #
 # A secure URL is never tried in plain: without a CA bundle the connection
 # is not made at all (TrustError), and a certificate that is wrong (another
@@ -20,6 +21,7 @@ _BEGIN = "-----BEGIN CERTIFICATE-----"
 _END = "-----END CERTIFICATE-----"
 
 _ca_file = ""
+_allow_plain = False
 _ctx = None
 
 
@@ -27,10 +29,22 @@ class TrustError(ValueError):
     """No usable CA bundle: a secure connection cannot be checked, so it is not made."""
 
 
-def configure(ca_file):
-    global _ca_file, _ctx
+def configure(ca_file, allow_plain=False):
+    global _ca_file, _allow_plain, _ctx
     _ca_file = ca_file or ""
+    _allow_plain = bool(allow_plain)
     _ctx = None
+
+
+def plain(scheme, host, port):
+    """Before a plain (http, ws, mqtt) connection: a board given a CA bundle
+    expects its server to be checked, so a plain URL (typed wrong, or handed
+    out by a server someone else answers for) would carry its token and
+    credentials in the clear. Refused unless config.json says
+    tls.allow_plain: true (a server on the board's own network, say)."""
+    if _ca_file and not _allow_plain:
+        raise TrustError("plain %s:// to %s:%d refused: this board has a CA bundle, so it speaks only TLS "
+                         "(config.json tls.allow_plain: true allows plain)" % (scheme, host, port))
 
 
 def _der_certs(data):

@@ -7,11 +7,14 @@
 import argparse
 import asyncio
 import logging
+import os
 import resource
 import signal
 import sys
 
 from . import config as configmod
+
+STOP_WAIT_S = 10.0      # after the drain: ports closed, children ended, or the process exits anyway
 
 
 def _run(args):
@@ -95,11 +98,22 @@ def _run(args):
             sys.stdout.flush()
             drain = asyncio.ensure_future(server.drain())
             stop_now = asyncio.ensure_future(interrupted.wait())
-            await asyncio.wait([drain, stop_now], return_when=asyncio.FIRST_COMPLETED)
+            # The drain bounds itself (drain_timeout_s, then each close);
+            # this is the backstop a service manager counts on.
+            await asyncio.wait([drain, stop_now], return_when=asyncio.FIRST_COMPLETED,
+                               timeout=float(cfg["fleet"]["drain_timeout_s"]) + STOP_WAIT_S)
         for w in waits:
             w.cancel()
         print("xiaozhi-server stopping")
-        await server.stop()
+        sys.stdout.flush()
+        try:
+            await asyncio.wait_for(server.stop(), STOP_WAIT_S)
+        except asyncio.TimeoutError:
+            logging.getLogger("xiaozhi_server").error(
+                "the server did not stop within %.0f s (a connection or task that does not end): "
+                "exiting anyway", STOP_WAIT_S)
+            logging.shutdown()
+            os._exit(1)     # asyncio.run would wait for the stuck task again
         return 0
 
     return asyncio.run(main())

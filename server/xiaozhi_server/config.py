@@ -41,6 +41,10 @@ DEFAULTS = {
         "tokens": [],
         # Device-Id values allowed to connect; empty = any device.
         "allowed_devices": [],
+        # A session that proved only a shared token (one of `tokens`) may be
+        # any device: it gets no kept conversation, no memory, and its turns
+        # are not recorded, unless this is true (docs/security.md).
+        "shared_token_history": False,
     },
     # What one client may cost the server (docs/security.md). A connection is
     # pending until its HTTP request (line and headers) or its device hello
@@ -342,6 +346,9 @@ def check(cfg: dict) -> None:
     workers = cfg.get("server", {}).get("workers", "auto")
     if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
+    if not isinstance((cfg.get("auth") or {}).get("shared_token_history", False), bool):
+        raise ConfigError("auth.shared_token_history must be true or false, got %r"
+                          % (cfg["auth"]["shared_token_history"],))
     conversation = cfg.get("conversation") or {}
     if not isinstance(conversation.get("keep_by_default", True), bool):
         raise ConfigError("conversation.keep_by_default must be true or false, got %r"
@@ -357,10 +364,32 @@ def check(cfg: dict) -> None:
         raise ConfigError("tls.cert and tls.key go together: set both (PEM files) or neither")
     if not isinstance(tls.get("allow_plain", False), bool):
         raise ConfigError("tls.allow_plain must be true or false, got %r" % (tls.get("allow_plain"),))
+    _api_token(cfg)
     db_url = (cfg.get("control") or {}).get("db_url")
     if db_url and not str(db_url).startswith(("postgresql://", "postgres://", "sqlite:///")):
         raise ConfigError("control.db_url must be postgresql://user:password@host/dbname (or sqlite:///path), "
                           "got %r" % db_url)
+
+
+API_TOKEN_MIN_CHARS = 16
+API_TOKEN_MIN_DISTINCT = 8
+
+
+def _api_token(cfg: dict) -> None:
+    """control.api_token guards children's transcripts and memory, and
+    anyone who reaches the port may guess it: "7" or "aaaaaaaaaaaaaaaa" is
+    refused at start, with the reason and a way to make a good one."""
+    token = (cfg.get("control") or {}).get("api_token")
+    if token is None:
+        return
+    if not isinstance(token, str):
+        raise ConfigError("control.api_token must be a string, got %r" % (token,))
+    if len(token) < API_TOKEN_MIN_CHARS or len(set(token)) < API_TOKEN_MIN_DISTINCT:
+        raise ConfigError(
+            "control.api_token is too easy to guess (%d characters, %d different): it guards the children's "
+            "transcripts and memory, so use at least %d characters with at least %d different ones, e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+            % (len(token), len(set(token)), API_TOKEN_MIN_CHARS, API_TOKEN_MIN_DISTINCT))
 
 
 def write_defaults(path: str) -> None:

@@ -26,7 +26,8 @@ DEFAULTS = {
     "mqtt": {"url": "", "keepalive": 60, "user": "", "password": ""},
     # wss://, mqtts:// and https:// servers are checked against this CA
     # bundle (PEM or DER file; lib/trust.py); without one they are refused.
-    "tls": {"ca_file": ""},
+    # With one, plain http://, ws:// and mqtt:// are refused unless allow_plain.
+    "tls": {"ca_file": "", "allow_plain": False},
     "timezone_offset_min": 0,
     # An alarm whose time passed while the board had no power runs at the
     # next power-on only this late at most; later it is skipped and reported.

@@ -19,6 +19,12 @@ X-Xiaozhi-Console (a form or image on another site cannot set it), and a
 write the browser marks as coming from another site (Sec-Fetch-Site) is
 refused whatever it carries: that also covers the loopback default, where
 no token is asked for.
+
+DNS rebinding (local_origin.py): on a server bound to loopback, a request
+answered without a token (the loopback default, the login, a console
+cookie) must name loopback in its Host and Origin; a page on another name
+that resolves to 127.0.0.1 gets 403. A bearer token proves itself wherever
+it comes from.
 """
 import hmac
 import json
@@ -27,11 +33,13 @@ import logging
 from aiohttp import web
 
 from .. import protocol as proto
+from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
 from . import checks
 from .api_care import CareApi
 from .console_sessions import COOKIE, ConsoleSessions
-from .errors import BadRequest, ControlError, DeviceBusy, Forbidden, NotFound, Unauthorized
+from .login_throttle import LoginThrottle
+from .errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +105,8 @@ def routes():
 def error_response(e):
     body = {"error": {"code": e.code, "message": e.message}}
     body.update(e.extra)
-    headers = {"Retry-After": "%d" % max(1, round(e.retry_after_s))} if isinstance(e, DeviceBusy) else None
+    retry = getattr(e, "retry_after_s", None)     # DeviceBusy, TooManyAttempts
+    headers = {"Retry-After": "%d" % max(1, round(retry))} if retry is not None else None
     return web.json_response(body, status=e.status, dumps=_dumps, headers=headers)
 
 
@@ -135,27 +144,42 @@ def if_match(request):
 
 
 class ControlApi(CareApi):
-    def __init__(self, plane, tokens=(), token_required=False):
+    def __init__(self, plane, tokens=(), token_required=False, local_only=False):
         self.plane = plane
         self.tokens = [t for t in tokens if t]
         self.token_required = token_required or bool(self.tokens)
+        self.local_only = local_only    # bound to loopback: tokenless answers need loopback names
         self.sessions = ConsoleSessions()
         self.refusals = LogThrottle(log)      # wrong console tokens: a few lines, then a count
+        self.rebinds = LogThrottle(log)       # requests under a name that is not loopback
+        self.guesses = LoginThrottle()        # wrong tokens per address: 429 past a few
 
     def _authorize(self, request):
         _same_site(request)
         if not self.token_required:
+            self._loopback_named(request)
             return
         if not self.tokens:
             raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
         if "Authorization" in request.headers:
+            self.guesses.check(request.remote)
             scheme, _, given = request.headers["Authorization"].partition(" ")
             if scheme.lower() != "bearer" or not self._accepted(given.strip()):
+                self.guesses.failed(request.remote)
                 raise Unauthorized("send Authorization: Bearer <control.api_token>")
             return
+        self._loopback_named(request)
         if self.sessions.token(request.cookies.get(COOKIE), self.tokens) is None:
             raise Unauthorized("send Authorization: Bearer <control.api_token>, or log in on the console")
         _console_header(request)
+
+    def _loopback_named(self, request):
+        if self.local_only and not loopback_named(request.headers):
+            self.rebinds.log(logging.WARNING, "API requests under a name that is not loopback",
+                             "%s %s refused: Host %r / Origin %r is not a loopback name (DNS rebinding?)",
+                             request.method, request.path, request.headers.get("Host"), request.headers.get("Origin"))
+            raise Forbidden("this server is on loopback: open it as http://127.0.0.1, http://[::1] or "
+                            "http://localhost (a page under another name may not use it)")
 
     def _accepted(self, token):
         return any(hmac.compare_digest(token, t) for t in self.tokens)
@@ -165,6 +189,7 @@ class ControlApi(CareApi):
             try:
                 if name in OPEN_HANDLERS:
                     _same_site(request)
+                    self._loopback_named(request)
                 else:
                     self._authorize(request)
                 return await handler(request)
@@ -378,7 +403,9 @@ class ControlApi(CareApi):
         if self.token_required:
             if not self.tokens:
                 raise Unauthorized("this server is not on loopback: set control.api_token to use the API")
+            self.guesses.check(request.remote)
             if not self._accepted(token):
+                self.guesses.failed(request.remote)
                 self.refusals.log(logging.WARNING, "console logins refused",
                                   "console login refused: wrong token (from %s)", request.remote)
                 raise Unauthorized("token: that is not this server's API token")
@@ -415,8 +442,8 @@ def _console_header(request):
         raise Forbidden("a console request must carry the header %s: 1" % CONSOLE_HEADER)
 
 
-def add_routes(app, plane, tokens=(), token_required=False):
-    api = ControlApi(plane, tokens, token_required)
+def add_routes(app, plane, tokens=(), token_required=False, local_only=False):
+    api = ControlApi(plane, tokens, token_required, local_only)
     for method, path, name in routes():
         app.router.add_route(method, path, api.wrap(getattr(api, name), name))
     return api

@@ -145,7 +145,7 @@ class CareApi:
             date = datetime.datetime.now(tz).date().isoformat()
         try:
             start, end = day_bounds(date, tz)
-        except ValueError:
+        except (ValueError, OverflowError):     # 9999-12-31: its next day is past the calendar
             raise BadRequest("date must be a day as YYYY-MM-DD")
         privacy = await care.privacy(device_id)
         return self._json({"date": date, "tz": tz_name, "transcripts": privacy["transcripts"],

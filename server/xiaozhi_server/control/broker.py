@@ -18,10 +18,12 @@ broker that must stay open: a test's, a closed network's).
 It binds each client id to the login (`use_username_as_clientid`):
 a device's client id is its user name whatever it sends, so one device
 cannot take another's broker session by sending its client id. The
-server's own link connects on a loopback port that only its login may use
+server's own link connects on a loopback port of its own
 (`server_address()`), so nothing logging in as the server elsewhere takes
-the link's session; that port checks a password file of the server's
-login alone, written beside the broker's config. It ends with
+the link's session. The logins are the plugin's, shared by every
+listener, so a device's login is checked there too; but each device login
+is bound to one client id, its user name (dynsec.py), so on that port it
+cannot take a node's client id and knock the link off. It ends with
 the server, even one killed with SIGKILL (setpriv --pdeathsig): a broker left
 behind would hold the port with the old files and no one to reload it.
 

@@ -181,6 +181,12 @@ class Devices:
                 added = await self.store.add_activation(
                     code, device_id, client_id, secrets.token_hex(16), self.activation_ttl_s,
                     source_key(source), id_prefix(device_id), self.activation_limits)
+                if isinstance(added, tuple):
+                    added, (holder, count, dropped) = added
+                    self.log_throttle.log(logging.WARNING, ("activation evicted", holder),
+                                          "activation codes full (%d waiting): the oldest code of %s (one of %d "
+                                          "waiting from that address, device %s) is dropped for device %s from %s",
+                                          self.activation_limits.waiting, holder, count, dropped, device_id, source)
                 if added == ADDED:
                     a = await self.store.activation_of(device_id, client_id)
                     log.warning("device %s asks to be activated: code %s (approve it on the console's Devices "

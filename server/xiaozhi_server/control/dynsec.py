@@ -111,6 +111,10 @@ def prepare_file(path: str, admin_user: str, admin_password: str, server_user: s
         _acl("subscribePattern", CONTROL_TOPIC + "/#"), _acl("unsubscribePattern", "#")]}
     roles[SERVER_ROLE] = {"rolename": SERVER_ROLE, "acls": server_acls()}
     clients = {c["username"]: c for c in cfg.setdefault("clients", [])}
+    for c in clients.values():
+        # Devices made before the binding get it (set_device has why).
+        if any(r.get("rolename", "").startswith(DEVICE_ROLE_PREFIX) for r in c.get("roles") or []):
+            c["clientid"] = c["username"]
     clients[admin_user] = dict(clients.get(admin_user, {}), username=admin_user,
                                roles=[{"rolename": ADMIN_ROLE}], **_password_fields(admin_password))
     clients[server_user] = dict(clients.get(server_user, {}), username=server_user,
@@ -191,12 +195,18 @@ class DynSec:
     async def set_device(self, device_id: str, password: str) -> None:
         """The device's role and client, or a new password for its client."""
         user, role = mqtt_user(device_id), device_role(device_id)
+        # The login is bound to one client id, its user name, on every port:
+        # the devices' ports set that anyway (use_username_as_clientid), and
+        # on the server's own loopback port a device login cannot take a
+        # node's client id (public at /health) and knock its link off.
         answers = await self.run(
             {"command": "createRole", "rolename": role, "acls": device_acls(device_id)},
-            {"command": "createClient", "username": user, "password": password, "roles": [{"rolename": role}]},
+            {"command": "createClient", "username": user, "password": password, "clientid": user,
+             "roles": [{"rolename": role}]},
             ok_errors=("Role already exists", "Client already exists"))
         if answers[1].get("error"):
-            await self.run({"command": "setClientPassword", "username": user, "password": password})
+            await self.run({"command": "setClientPassword", "username": user, "password": password},
+                           {"command": "setClientId", "username": user, "clientid": user})
             await self._give_role(user, role)
 
     async def remove_device(self, device_id: str) -> bool:

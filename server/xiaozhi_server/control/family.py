@@ -24,6 +24,7 @@ import datetime
 import logging
 import re
 import time
+import unicodedata
 import zoneinfo
 from typing import Callable
 
@@ -67,7 +68,21 @@ def check_name(body):
     name = body["name"]
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
         raise BadRequest("name: a text of 1 to %d characters" % MAX_NAME)
+    bad = next((c for c in name if not printable(c)), None)
+    if bad is not None:
+        raise BadRequest("name: printable text only (U+%04X is a control, format or direction character)" % ord(bad))
     return name.strip()
+
+
+def printable(c):
+    """A character a name may hold: anything but controls (NUL, ESC, line
+    breaks), format characters (right-to-left overrides, zero-width spaces)
+    and unassigned or private ones; the zero-width joiner stays, emoji
+    sequences need it."""
+    if c == "\u200d":
+        return True
+    cat = unicodedata.category(c)
+    return cat[0] != "C" and cat not in ("Zl", "Zp")
 
 
 def check_limits(body):

@@ -12,6 +12,17 @@ owner can send what never got an ack. Given an identifier, the link keeps
 its MQTT 5 session on the broker across reconnects (SESSION_EXPIRY_S), so
 reports sent while it reconnects are not lost to it.
 
+Another client taking that session over (a second node given the same
+login and client id, or one logging in with the node's client id) is not
+an outage: reconnecting would take it back and the two would kick each
+other in a loop, each missing reports. It is told by the broker's
+DISCONNECT 0x8E ("session taken over") where the broker sends one, else
+(Debian's mosquitto 2.0 just closes the socket) by KICKS_IN_A_ROW
+connections in a row that the broker ended within KICKED_WITHIN_S of
+coming up, each reconnect taken at once (an outage refuses the reconnect).
+The link says so in one error line and stops; publish then fails with
+that reason (`taken_over`).
+
 What one device may cost: each kind of report (ack, state) of one device
 passes a token bucket of REPORTS_PER_S with bursts of REPORTS_BURST, as a
 WebSocket connection's text frames do; reports over it are dropped before
@@ -42,6 +53,9 @@ PUBLISH_TIMEOUT_S = 3.0
 # sends while the link reconnects (the broker restarted, the network
 # blinked) reaches this node when it is back, rather than no node at all.
 SESSION_EXPIRY_S = 120
+SESSION_TAKEN_OVER = 0x8E      # MQTT 5 DISCONNECT reason: another client took this session
+KICKS_IN_A_ROW = 3              # connections ended right after they came up: a takeover, not an outage
+KICKED_WITHIN_S = 10.0
 # Per device and kind of report. A board reports a state change at a time and
 # acks at most the 8 requests the pacer lets wait for it; the burst covers a
 # reconnect that sends its late acks and reports at once.
@@ -76,6 +90,8 @@ class MqttLink:
         self.keepalive_s = keepalive_s
         self.connected = asyncio.Event()
         self.connects = 0          # how many times a connection came up (tests, logs)
+        self.taken_over = None     # why the link stopped: another client took its session
+        self._disconnect_rc = None
         self._client = None
         self._task = None
         self._handlers = set()
@@ -111,6 +127,8 @@ class MqttLink:
     async def publish(self, topic, message):
         """Publish a request dict as compact JSON with QoS 1; BrokerUnavailable if we cannot."""
         client = self._client
+        if self.taken_over is not None:
+            raise BrokerUnavailable(self.taken_over)
         if client is None or not self.connected.is_set():
             raise BrokerUnavailable("the MQTT broker at %s:%d is not reachable" % (self.host, self.port))
         try:
@@ -120,11 +138,16 @@ class MqttLink:
             raise BrokerUnavailable("publishing to the MQTT broker at %s:%d failed: %s" % (self.host, self.port, e))
 
     async def _run(self):
+        kicks = 0
         while True:
+            up_at = None
             try:
                 async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
                                           keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
                                           transport=self.transport, tls_context=self.tls_context, **self._session()) as client:
+                    self._disconnect_rc = None
+                    self._note_disconnects(client)
+                    up_at = self.clock()
                     for t in REPORT_TOPICS:
                         await client.subscribe(t, qos=1)
                     self._client = client
@@ -137,6 +160,19 @@ class MqttLink:
                     async for message in client.messages:
                         self._dispatch(message)
             except aiomqtt.MqttError as e:
+                if up_at is None:
+                    kicks = 0       # the broker refused or is away: an outage
+                elif self.clock() - up_at < KICKED_WITHIN_S:
+                    kicks += 1
+                else:
+                    kicks = 1
+                if self._disconnect_rc == SESSION_TAKEN_OVER or kicks >= KICKS_IN_A_ROW:
+                    self.taken_over = ("another MQTT client took over this node's session on %s:%d (client id %s, "
+                                       "login %s): does another node use the same broker login? Each node needs "
+                                       "its own (docs/deploy.md); this node no longer shares it and stops its "
+                                       "control link" % (self.host, self.port, self.identifier, self.username))
+                    log.error("%s", self.taken_over)
+                    return
                 if self.connected.is_set():
                     log.warning("lost the MQTT broker %s:%d (%s); reconnecting", self.host, self.port, e)
                 elif self.tls_context is not None and "certificate" in str(e).lower():
@@ -149,6 +185,22 @@ class MqttLink:
                 self.connected.clear()
                 self._client = None
             await asyncio.sleep(self.backoff.next_ms() / 1000)
+
+    def _note_disconnects(self, client):
+        """Keep the reason code of the broker's DISCONNECT: aiomqtt's error
+        says only "Disconnected during message iteration". (Its paho client
+        is reached through a private attribute; without it, no takeover is
+        told apart from an outage.)"""
+        paho = getattr(client, "_client", None)
+        handler = getattr(paho, "on_disconnect", None)
+        if handler is None:
+            return
+
+        def on_disconnect(*args):
+            rc = args[3] if len(args) > 3 else None
+            self._disconnect_rc = getattr(rc, "value", rc)
+            return handler(*args)
+        paho.on_disconnect = on_disconnect
 
     def _session(self):
         if self.identifier is None:

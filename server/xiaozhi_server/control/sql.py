@@ -23,6 +23,7 @@ caller (the API answering 503, a loop trying again later) decides.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sqlite3
@@ -30,6 +31,8 @@ import urllib.parse
 from typing import Any, Callable, Iterator
 
 from .errors import StoreUnavailable
+
+log = logging.getLogger(__name__)
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 # A node's TCP keepalives on its database connection, so a database behind
@@ -51,6 +54,27 @@ def where(url: str) -> str:
     return "postgresql://%s%s%s" % (host, ":%d" % u.port if u.port else "", u.path)
 
 
+def _private_file(path: str) -> None:
+    """The store holds children's transcripts and memory: its folder is the
+    owner's alone (0700) and the file 0600 before SQLite opens it (its -wal
+    and -shm files take the file's mode). A store made before this is
+    tightened, and said so."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    st = os.stat(folder)
+    if st.st_uid == os.getuid() and st.st_mode & 0o077 and os.path.dirname(path):
+        os.chmod(folder, 0o700)
+        log.warning("%s was open to other users: now 0700 (it holds the control store)", folder)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, 0o600)
+                log.warning("%s was readable by other users: now 0600", name)
+        except FileNotFoundError:
+            pass
+
+
 class SqliteDatabase:
     dialect = "sqlite"
     now = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -59,8 +83,7 @@ class SqliteDatabase:
     def __init__(self, path: str) -> None:
         self.path = path
         self.address = path
-        if os.path.dirname(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+        _private_file(path)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -37,6 +37,27 @@ class ActivationLimits(NamedTuple):
 ADDED, CODE_TAKEN, FULL, SOURCE_FULL, PREFIX_FULL = "added", "code_taken", "full", "source_full", "prefix_full"
 
 
+def _evict_for(db, source):
+    """The pool is full: the address holding the most waiting codes gives up
+    its oldest one, when it holds more than the asker would after this code
+    (so eleven addresses cannot starve a twelfth, and an address never
+    evicts a smaller one's code). (source, count, device_id) of the evicted
+    code, or None: every address holds as few as the asker (a true flood
+    from as many addresses as places)."""
+    row = db.execute("SELECT source, COUNT(*) AS n FROM activations WHERE approved_at IS NULL "
+                     "AND source IS NOT NULL GROUP BY source ORDER BY n DESC, MIN(created_at) ASC LIMIT 1").fetchone()
+    if row is None:
+        return None
+    mine = db.execute("SELECT COUNT(*) FROM activations WHERE approved_at IS NULL AND source=?",
+                      (source,)).fetchone()[0] if source is not None else 0
+    if row[1] <= mine + 1:
+        return None
+    oldest = db.execute("SELECT code, device_id FROM activations WHERE approved_at IS NULL AND source=? "
+                        "ORDER BY created_at ASC LIMIT 1", (row[0],)).fetchone()
+    db.execute("DELETE FROM activations WHERE code=?", (oldest[0],))
+    return row[0], row[1], oldest[1]
+
+
 class DeviceRecords:
     # ---- devices ----
 
@@ -112,24 +133,31 @@ class DeviceRecords:
 
     async def add_activation(self, code, device_id, client_id, challenge, ttl_s, source=None, prefix=None,
                              limits=ActivationLimits()):
-        """Store a new code: ADDED, or why not (CODE_TAKEN, FULL, SOURCE_FULL, PREFIX_FULL)."""
+        """Store a new code: ADDED (or (ADDED, (source, count, device_id)) when a full pool
+        gave up another address's oldest code for it), or why not (CODE_TAKEN, FULL,
+        SOURCE_FULL, PREFIX_FULL)."""
         def add():
             now = time.time()
             db = self._db
             db.execute("DELETE FROM activations WHERE expires_at <= ?", (now,))
             waiting = "SELECT COUNT(*) FROM activations WHERE approved_at IS NULL"
-            if db.execute(waiting).fetchone()[0] >= limits.waiting:
-                return FULL
             if source is not None and \
                     db.execute(waiting + " AND source=?", (source,)).fetchone()[0] >= limits.per_source:
                 return SOURCE_FULL
             if prefix is not None and \
                     db.execute(waiting + " AND prefix=?", (prefix,)).fetchone()[0] >= limits.per_prefix:
                 return PREFIX_FULL
+            evicted = None
+            if db.execute(waiting).fetchone()[0] >= limits.waiting:
+                evicted = _evict_for(db, source)
+                if evicted is None:
+                    return FULL
             cur = db.execute("INSERT INTO activations (code, device_id, client_id, challenge, created_at, "
                              "expires_at, source, prefix) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (code) DO NOTHING",
                              (code, device_id, client_id, challenge, now, now + ttl_s, source, prefix))
-            return ADDED if cur.rowcount > 0 else CODE_TAKEN
+            if cur.rowcount == 0:
+                return CODE_TAKEN
+            return (ADDED, evicted) if evicted is not None else ADDED
 
         def add_locked():
             with self._db.transaction():

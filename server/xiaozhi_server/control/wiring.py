@@ -91,8 +91,9 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id, family(config, store))
     plane.conversation_max_age_s = float(config["conversation"]["keep_hours"]) * 3600
     token = ctl.get("api_token")
-    add_routes(app, plane, tokens=[token] if token else [],
-               token_required=not configmod.is_loopback(config["server"]["host"]))
+    on_loopback = configmod.is_loopback(config["server"]["host"])
+    add_routes(app, plane, tokens=[token] if token else [], token_required=not on_loopback,
+               local_only=on_loopback)
     return plane
 
 

@@ -243,6 +243,10 @@ def _check(s, v, path):
             if e is not None:
                 return "%s: %s" % (path, e)
     elif isinstance(v, (int, float)) and not _isbool(v):
+        if isinstance(v, float) and v - v != 0:
+            # NaN and Infinity (Python's json reads both): no minimum or
+            # maximum catches them, and a NaN level would win any comparison.
+            return "%s: must be a finite number, got %s" % (path, v)
         n = s.get("minimum")
         if n is not None and v < n:
             return "%s: must be >= %s, got %s" % (path, n, v)
@@ -1239,9 +1243,9 @@ SCHEMAS = {
         '{"type":"object","required":["type","state"],"properties":{"type":{"const":"listen"},"se'
         'ssion_id":{"$ref":"common.session_id"},"state":{"enum":["start","stop","detect"]},"mode"'
         ':{"$ref":"common.listen_mode"},"text":{"type":"string","maxLength":2000},"level":{"type"'
-        ':"number","minimum":-200,"maximum":20},"score":{"type":"number","minimum":0,"maximum":1}'
-        '},"allOf":[{"if":{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]'
-        '}}]}'
+        ':"number","minimum":-200,"maximum":0},"score":{"type":"number","minimum":0,"maximum":1}}'
+        ',"allOf":[{"if":{"properties":{"state":{"const":"detect"}}},"then":{"required":["text"]}'
+        '}]}'
     ),
     'ws.llm': (
         '{"type":"object","required":["type","emotion"],"properties":{"type":{"const":"llm"},"ses'

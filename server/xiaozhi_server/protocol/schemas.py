@@ -3014,7 +3014,7 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                               'text': {'type': 'string', 'maxLength': 2000},
                               'level': {'type': 'number',
                                         'minimum': -200,
-                                        'maximum': 20,
+                                        'maximum': 0,
                                         'description': "the wake word's loudness at the mic, dBFS "
                                                        '(0 = full scale); only with state detect'},
                               'score': {'type': 'number',

@@ -35,7 +35,7 @@ from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.chain import Chain
 from ..pipeline.emotion import EMOTION_EMOJI
-from ..pipeline.care import write_later
+from ..pipeline.care import empty_profile, write_later
 from ..pipeline.listener import Listener, committed
 from ..pipeline.safety import Instead
 from ..runtime.runtime import AppRuntime, TaskError
@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 # The goodbye's reason for a device whose household's wake word another
 # device answers (our firmware then stays idle: app/device.py).
 ANSWERED_ELSEWHERE = "another_device_answered"
+CLEANUP_WAIT_S = 5.0    # how long a closed session waits for its cancelled tasks
 
 # The reply task whose work is running; tasks it spawns (the speaker's
 # synthesis, tool calls inside it) inherit it.
@@ -73,6 +74,26 @@ def _lang(text, default):
     if has_han(text):
         return "zh"
     return "en" if any(c.isalpha() for c in text) else default
+
+
+class NoHistoryCare:
+    """The family's care records as a session without history sees them:
+    topics and flags as they are, no memory, no transcript written."""
+
+    def __init__(self, care):
+        self._care = care
+
+    def __getattr__(self, name):
+        return getattr(self._care, name)     # topics, add_flag, privacy
+
+    async def memory(self, device_id):
+        return {"enabled": False, "profile": empty_profile()}
+
+    async def set_memory(self, device_id, profile):
+        return False
+
+    async def add_turn(self, device_id, app, child, reply):
+        return False
 
 
 class Session:
@@ -112,6 +133,7 @@ class Session:
                              vision=services.config.get("vision"))
         # the family's store (pipeline/care.py's CarePort; None without a control store)
         self.care = getattr(services, "care", None)
+        self.keeps_history = True      # False: without_history()
         # the voice pipeline's stages (pipeline/chain.py); the safety filter holds the chat mode
         self.chain = Chain(services, device_id, lambda: self.runtime is None or self.runtime.mode == proto.MODE_CHAT,
                            self.language)
@@ -125,6 +147,14 @@ class Session:
         self._t0 = time.monotonic()
         for tool in services.server_tools():
             self.tools.add(tool)
+
+    def without_history(self) -> None:
+        """A session whose Device-Id is only a claim (a shared token): the
+        device's kept conversation and memory are not read, its turns are
+        not written; the parents' topics and flags still apply."""
+        self.keeps_history = False
+        if self.care is not None:
+            self.care = NoHistoryCare(self.care)
 
     # ---- sending ----
 
@@ -246,7 +276,8 @@ class Session:
         the device's app/start_task, and the opener once the device is ready."""
         runtime = self.runtime = AppRuntime(self, self.services.registry, self.services.config,
                                             llm_configured=self.services.llm_configured,
-                                            conversations=self.services.conversations)
+                                            conversations=self.services.conversations if self.keeps_history
+                                            else None)
         runtime.adopt_default()
         for tool in runtime_tools(self, runtime):
             self.tools.add(tool)
@@ -276,14 +307,20 @@ class Session:
         self.epoch += 1
         self.speaker.cancel()
         self.mcp.close()
-        tasks = [t for t in [self.reply_task, *self._tasks] if t is not None]
+        tasks = [t for t in [self.reply_task, *self._tasks] if t is not None and not t.done()]
         for t in tasks:
             t.cancel()
-        for t in tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
+        if tasks:
+            # A task that does not end when cancelled (a provider stuck in a
+            # close) must not keep the session counted, nor the server from
+            # stopping: it is left behind, and said so.
+            ended, stuck = await asyncio.wait(tasks, timeout=CLEANUP_WAIT_S)
+            for t in ended:
+                if not t.cancelled():
+                    t.exception()       # read: a task that failed while closing is not news
+            if stuck:
+                log.warning("[%s] %d task(s) of session %s did not end within %.0f s of its close: left behind",
+                            self.device_id, len(stuck), self.id, CLEANUP_WAIT_S)
         if self.listener is not None:
             await self.listener.close()
         if self.runtime is not None:

@@ -36,7 +36,10 @@ async def drain_sessions(sessions, timeout_s: float, poll_s: float = 0.05) -> in
     if cut:
         log.warning("drain: %d replies still under way after %.0f s: cut", cut, timeout_s)
     closing = list(sessions)
-    results = await asyncio.gather(*[s.close(GOODBYE_REASON) for s in closing], return_exceptions=True)
+    # A device that froze (or lost power: no FIN) has a full socket that
+    # takes no goodbye: each close gets CLOSE_WAIT_S, never more.
+    results = await asyncio.gather(*[asyncio.wait_for(s.close(GOODBYE_REASON), CLOSE_WAIT_S) for s in closing],
+                                   return_exceptions=True)
     for s, r in zip(closing, results):
         if isinstance(r, Exception):
             log.info("drain: session of %s was already gone (%s)", getattr(s, "device_id", "?"), r)

@@ -44,17 +44,28 @@ def identify(path: str, headers: Mapping[str, str]) -> Identity:
     return Identity(pick("Device-Id", "device-id") or None, pick("Client-Id", "client-id") or None, token, version)
 
 
+OPEN, SHARED, OWN = "open", "shared", "own"     # how a connection proved itself (check's answer)
+
+
 def check(identity: Identity, auth_config: dict,
-          device_token_ok: Callable[[str | None, str], bool] | None = None) -> None:
-    """Raise Refusal unless this identity may connect. With tokens configured,
-    a device's own token (device_token_ok(device_id, token), given by the
-    control plane to an activated device) is as good as a configured one."""
+          device_token_ok: Callable[[str | None, str], bool] | None = None) -> str:
+    """Raise Refusal unless this identity may connect; else how it proved
+    itself: OWN (a device's own token, device_token_ok(device_id, token),
+    given by the control plane to an activated device: bound to its id),
+    SHARED (a configured token, which any device may hold: its Device-Id
+    is only a claim) or OPEN (no tokens configured)."""
     tokens = [t for t in auth_config.get("tokens") or [] if t]
-    if tokens and not any(hmac.compare_digest(identity.token.encode(), t.encode()) for t in tokens) and \
-            not (device_token_ok is not None and device_token_ok(identity.device_id, identity.token)):
-        raise Refusal("missing or wrong token" if identity.token else "a token is required")
+    how = OPEN
+    if tokens:
+        if device_token_ok is not None and device_token_ok(identity.device_id, identity.token):
+            how = OWN
+        elif any(hmac.compare_digest(identity.token.encode(), t.encode()) for t in tokens):
+            how = SHARED
+        else:
+            raise Refusal("missing or wrong token" if identity.token else "a token is required")
     allowed = auth_config.get("allowed_devices") or []
     if allowed and identity.device_id not in allowed:
         raise Refusal("device %s is not allowed" % (identity.device_id or "(no Device-Id)"))
     if identity.version not in (1, 2, 3):
         raise Refusal("Protocol-Version must be 1, 2 or 3")
+    return how

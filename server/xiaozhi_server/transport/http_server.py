@@ -21,7 +21,9 @@ Other layers (the control API) add their routes to `app`.
 /console/ is the parents' console (files in ../console/): static, served
 without a token (the page holds no data; its API calls need the login),
 with a policy that lets it load nothing from another host and be framed
-by no other page.
+by no other page. On a server bound to loopback the console answers only
+requests that name loopback in Host (and Origin): a page under another
+name that resolves to 127.0.0.1 (DNS rebinding) gets 403 (local_origin.py).
 
 Every connection passes the edge first (http_edge.py: header and body
 timeouts, body limit, connection cap); the device endpoints answer a
@@ -42,7 +44,9 @@ from typing import TYPE_CHECKING, Callable
 from aiohttp import web
 
 from .. import protocol as proto
+from ..config import is_loopback
 from ..control.errors import StoreUnavailable
+from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
 from . import auth, http_edge, tls
 
@@ -59,6 +63,7 @@ CONSOLE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
+MAX_CONSOLE_PATH = 256
 # What the console ships, by suffix: anything else is not served.
 CONSOLE_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".json": "application/json; charset=utf-8",
@@ -240,11 +245,21 @@ class HttpServer:
     async def console_page(self, request):
         """A file of the console; its index for /console/ itself. Only
         files inside the console's folder, and no hidden ones."""
+        if is_loopback(self.host) and not loopback_named(request.headers):
+            return web.json_response({"error": "this server is on loopback: open the console as "
+                                               "http://127.0.0.1 or http://localhost"}, status=403)
         rel = request.match_info.get("path") or "index.html"
-        path = (CONSOLE_DIR / rel).resolve()
-        if CONSOLE_DIR not in path.parents or path.suffix not in CONSOLE_TYPES or not path.is_file() \
-                or any(part.startswith(".") for part in path.relative_to(CONSOLE_DIR).parts):
-            return web.json_response({"error": "no such console file: %s" % rel}, status=404)
+        # The file system's own refusals (a NUL, a name over 255 bytes) would be 500s.
+        if "\x00" in rel or len(rel) > MAX_CONSOLE_PATH or any(len(p.encode()) > 255 for p in rel.split("/")):
+            return web.json_response({"error": "not a console file name"}, status=400)
+        try:
+            path = (CONSOLE_DIR / rel).resolve()
+            found = CONSOLE_DIR in path.parents and path.suffix in CONSOLE_TYPES and path.is_file() \
+                and not any(part.startswith(".") for part in path.relative_to(CONSOLE_DIR).parts)
+        except (OSError, ValueError):
+            found = False
+        if not found:
+            return web.json_response({"error": "no such console file: %s" % rel[:80]}, status=404)
         return web.FileResponse(path, headers=dict(CONSOLE_HEADERS, **{"Content-Type": CONSOLE_TYPES[path.suffix]}))
 
     async def start(self) -> HttpServer:

@@ -95,7 +95,7 @@ class WsServer:
         ident = auth.identify(req.path, req.headers)
         peer = "%s:%s" % connection.remote_address[:2] if connection.remote_address else "?"
         try:
-            auth.check(ident, self.services.config["auth"], self.device_token_ok)
+            how = auth.check(ident, self.services.config["auth"], self.device_token_ok)
         except auth.Refusal as e:
             self.log_throttle.log(logging.WARNING, "refused connections",
                                   "refused %s (device %s): %s", peer, ident.device_id, e)
@@ -104,6 +104,9 @@ class WsServer:
         name = ident.device_id or "unknown-" + peer
         limited = LimitedConnection(connection, self.limits, self.rate_stats, self.log_throttle, name)
         session = Session(limited, self.services, name, ident.client_id, ident.version, peer)
+        if how == auth.SHARED and not self.services.config["auth"].get("shared_token_history"):
+            # Its Device-Id is only a claim: not the key to a child's history.
+            session.without_history()
         transport = connection.transport
 
         def hello_seen():

@@ -240,6 +240,10 @@ def _check(s, v, path):
             if e is not None:
                 return "%s: %s" % (path, e)
     elif isinstance(v, (int, float)) and not _isbool(v):
+        if isinstance(v, float) and v - v != 0:
+            # NaN and Infinity (Python's json reads both): no minimum or
+            # maximum catches them, and a NaN level would win any comparison.
+            return "%s: must be a finite number, got %s" % (path, v)
         n = s.get("minimum")
         if n is not None and v < n:
             return "%s: must be >= %s, got %s" % (path, n, v)

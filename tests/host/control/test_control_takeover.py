@@ -54,3 +54,54 @@ def test_the_broker_ends_with_a_server_killed_with_sigkill(tmp_path):
         server.kill()
         server.wait()
         server.stdout.close()
+
+
+async def test_a_node_whose_link_session_is_taken_over_says_so_and_stops(caplog):
+    # Two nodes given one broker login and client id kicked each other off
+    # in a loop, silently, each missing the reports sent meanwhile.
+    from testkit.control_api import eventually
+    from testkit.mosquitto import Mosquitto
+    from xiaozhi_server.control.errors import BrokerUnavailable
+    from xiaozhi_server.control.mqtt import MqttLink
+    broker = Mosquitto().start()
+    first = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")
+    second = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")
+    try:
+        await first.start()
+        assert first.connected.is_set()
+        await second.start()
+        await eventually(lambda: first.taken_over, timeout=30)
+        lines = [r.getMessage() for r in caplog.records if "took over this node's session" in r.getMessage()]
+        assert len(lines) == 1 and "same broker login" in lines[0], lines
+        assert first._task.done() and not first.connected.is_set()      # it stopped, not a loop
+        try:
+            await first.publish("dev/x/cmd", {"type": "x"})
+            raise AssertionError("a link that lost its session published")
+        except BrokerUnavailable as e:
+            assert "took over" in str(e)
+        # The other node keeps the session (it was kicked only while the loop lasted).
+        await eventually(lambda: second.connected.is_set(), timeout=30)
+        assert second.taken_over is None and not second._task.done()
+    finally:
+        await first.stop()
+        await second.stop()
+        broker.close()
+
+
+async def test_a_device_login_cannot_knock_the_link_off_its_own_port(api):
+    # The server's link comes in on a loopback port of its own with the
+    # node's client id, which /health shows. A device's login there, with
+    # that client id, took the link's session in a loop.
+    server = api.server
+    link = server.control.link
+    await link.connected.wait()
+    connects = link.connects
+    user, password = await credentials(server, "attacker2")
+    for identifier in (link.identifier, "anything-else"):
+        try:
+            async with aiomqtt.Client("127.0.0.1", server.broker.link_port, username=user, password=password,
+                                      identifier=identifier, timeout=5):
+                raise AssertionError("a device login was taken on the link port as %s" % identifier)
+        except aiomqtt.MqttError as e:
+            assert "authori" in str(e).lower() or "not authorised" in str(e).lower() or "refused" in str(e).lower(), e
+    assert link.connected.is_set() and link.connects == connects and link.taken_over is None

@@ -72,11 +72,30 @@ async def test_waiting_activations_are_limited_per_source_and_prefix_and_expire(
         [ADDED, ADDED, ADDED, PREFIX_FULL]
     assert await add("300000", "gone", "10.0.2.1", "zz", ttl_s=-1) == ADDED     # expired at once
     assert await add("300001", "f", "10.0.2.2", "yy") == ADDED
-    assert await add("300002", "g", "10.0.2.3", "xx") == FULL
+    # Full: the address holding the most codes gives up its oldest one.
+    assert await add("300002", "g", "10.0.2.3", "xx") == (ADDED, ("10.0.0.1", 2, "d0"))
     waiting = await store.waiting_activations()
-    assert [w["code"] for w in waiting] == ["100000", "100001", "200000", "200001", "200002", "300001"]
-    assert await store.clear_activation("100000") and not await store.clear_activation("100000")
-    assert await add("300002", "g", "10.0.2.3", "xx") == ADDED
+    assert [w["code"] for w in waiting] == ["100001", "200000", "200001", "200002", "300001", "300002"]
+    # Every address now holds one code: the pool is truly full, nobody's code is taken.
+    assert await add("300003", "h", "10.0.2.4", "ww") == FULL
+    assert await store.clear_activation("100001") and not await store.clear_activation("100001")
+    assert await add("300003", "h", "10.0.2.4", "ww") == ADDED
+
+
+async def test_eleven_addresses_cannot_starve_a_new_board(store):
+    # As shipped: 100 places, 10 per address. Eleven addresses ask for all
+    # they may; a real board from a twelfth address still gets its code.
+    limits = ActivationLimits()
+    n = 0
+    for a in range(11):
+        for i in range(10):
+            n += 1
+            got = await store.add_activation("%06d" % n, "x%d" % n, "c", "ch", 600, "10.9.%d.1" % a, "p%d" % n, limits)
+            assert got == ADDED or got == FULL or got[0] == ADDED   # FULL: its fair share reached
+    got = await store.add_activation("999999", "board", "c", "ch", 600, "192.168.1.20", "aa:bb:cc", limits)
+    assert got[0] == ADDED and got[1][0].startswith("10.9.")
+    assert "999999" in [w["code"] for w in await store.waiting_activations()]
+    assert len(await store.waiting_activations()) == 100
 
 
 async def test_state_reports_and_resend_rounds(store):
@@ -197,3 +216,28 @@ async def test_an_ack_and_its_schedules_state_are_stored_together(store):
     assert (await store.get_schedule("d1", "a1"))["state"] == "active"
     assert await store.record_ack(req_id, {"ok": False}, ("d1", "a1", "failed")) is None
     assert (await store.get_schedule("d1", "a1"))["state"] == "active", "only the first ack decides"
+
+
+async def test_the_sqlite_store_is_the_owners_alone(tmp_path):
+    # Children's transcripts and memory live here: no other user of the
+    # machine reads them (0700 folder, 0600 file and its WAL), even when the
+    # umask would allow it, and a store made open before is tightened.
+    import os
+    import stat
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "var" / "control.db"
+        s = await Store(str(path)).open()
+        await s.close()
+        older = tmp_path / "old" / "control.db"
+        older.parent.mkdir(mode=0o755)
+        older.touch(mode=0o644)
+        os.chmod(older, 0o644)
+        s = await Store(str(older)).open()
+        await s.close()
+    finally:
+        os.umask(old)
+    for folder in (path.parent, older.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for f in list(path.parent.iterdir()) + list(older.parent.iterdir()):
+        assert stat.S_IMODE(f.stat().st_mode) & 0o077 == 0, (f, oct(f.stat().st_mode))

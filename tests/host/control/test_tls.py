@@ -201,3 +201,52 @@ async def test_the_server_links_to_an_outside_broker_over_mqtts(trusted, ca, tmp
         if server is not None:
             await server.stop()
         broker.close()
+
+
+async def _line(sim, text, timeout=60):
+    return await eventually(lambda: [line for line in sim.lines if text in line], timeout=timeout)
+
+
+@pytest.mark.parametrize("interp", ["micropython", "cpython"])
+async def test_a_board_with_a_ca_bundle_speaks_no_plain_unless_told(interp, ca, tmp_path, caplog):
+    # A plain server: a board given a CA bundle but an http:// OTA URL (typed
+    # wrong, or a server someone else answers for) would hand its identity
+    # over in the clear and take a token back; it asks nothing, and tries
+    # neither ws:// nor mqtt://.
+    caplog.set_level(logging.INFO)
+    server = XiaozhiServer(control_config(tmp_path / "control.db",
+                                          apps={"opener_lines": {"zh": ["你好呀！"], "en": ["Hi there!"]},
+                                                "max_reinvites": 0}),
+                           with_broker=True, with_mcp=False)
+    await server.start()
+    state = tmp_path / "state"
+    state.mkdir()
+    # A broker login already on the board: the sim asks the server for none.
+    (state / "config.json").write_text(json.dumps({"mqtt": {"user": "u", "password": "p"}}))
+    mqtt_url = "127.0.0.1:%d" % server.broker.port
+    interp_args = ["--micropython"] if interp == "micropython" else []
+    try:
+        sim = await SimProcess.start(state, *interp_args, "--server", server.http.ota_url, "--mqtt", mqtt_url,
+                                     "--ca", ca.ca_pem, "--device-id", BOARD)
+        try:
+            await _line(sim, "plain http:// to 127.0.0.1:%d refused" % server.http.port)
+            await _line(sim, "plain mqtt:// to 127.0.0.1:%d refused" % server.broker.port)
+            await _line(sim, "plain ws:// to")
+        finally:
+            await sim.send("quit")
+            await sim.wait_exit()
+        assert not [r for r in caplog.records if "OTA check from" in r.getMessage()]
+        assert server.sessions() == 0
+        # The family's own network, on purpose: tls.allow_plain in config.json.
+        cfg = json.loads((state / "config.json").read_text())
+        cfg["tls"]["allow_plain"] = True
+        (state / "config.json").write_text(json.dumps(cfg))
+        sim = await SimProcess.start(state, *interp_args, "--server", server.http.ota_url, "--ca", ca.ca_pem,
+                                     "--device-id", BOARD)
+        try:
+            await sim.wait_event("subtitle", role="assistant", timeout=60)
+        finally:
+            await sim.send("quit")
+            await sim.wait_exit()
+    finally:
+        await server.stop()

@@ -215,3 +215,46 @@ async def test_a_household_set_through_one_node_is_what_another_reads(fleet):
         status, err = await one.call("PUT", "/api/households/" + path, body)
         assert status == 400 and why in err["error"]["message"], err
     assert (await one.get("/api/households/home"))[1]["devices"] == [NEAR]
+
+
+def test_a_claim_out_of_family_is_not_decided_by_its_level():
+    def c(device_id, level, seq, score=None):
+        return {"device_id": device_id, "level": level, "score": score, "seq": seq, "claimed_at": 100.0}
+    # Full scale (or clipping) is not "nearest": a believable level wins over it.
+    assert winner([c("liar", 0.0, 1, 1.0), c("honest", -35.0, 2, 0.6)]) == "honest"
+    assert winner([c("honest", -35.0, 1), c("liar", -1.0, 2)]) == "honest"
+    # Two claims out of family: the score, then the first, never the level.
+    assert winner([c("a", 0.0, 1, 0.4), c("b", -2.0, 2, 0.8)]) == "b"
+    assert winner([c("a", -2.0, 1), c("b", 0.0, 2)]) == "a"
+
+
+def test_levels_and_scores_are_finite_and_in_range():
+    from xiaozhi_server.control.wake import clean
+    bad = '{"type": "listen", "state": "detect", "text": "你好小智", "level": %s}'
+    for value in ("NaN", "Infinity", "-Infinity", "20", "0.5", "-201"):
+        with pytest.raises(proto.ProtoError):
+            proto.decode_ws(bad % value, proto.UP)
+    assert proto.decode_ws(bad % "-23.5", proto.UP)["level"] == -23.5
+    with pytest.raises(proto.ProtoError):
+        proto.decode_ws('{"type": "listen", "state": "detect", "text": "x", "score": NaN}', proto.UP)
+    assert clean(float("nan"), float("inf")) == (None, None)
+    assert clean(20, 7) == (0.0, 1.0) and clean(-500, -1) == (-200.0, 0.0) and clean(True, "x") == (None, None)
+
+
+async def test_a_device_that_spams_wake_words_stops_winning(tmp_path):
+    store = await Store(str(tmp_path / "control.db")).open()
+    await store.set_household("home", [NEAR, FAR])
+    now = [1000.0]
+
+    async def sleep(s):
+        now[0] += s
+
+    arbiter = WakeArbiter(store, WINDOW_S, clock=lambda: now[0], sleep=sleep)
+    spam = [await arbiter.claim(FAR, -20.0, 0.9) for _ in range(3)]
+    assert spam == [True, True, True]              # alone in each round, within its budget
+    now[0] += 1.0
+    assert await arbiter.claim(FAR, -20.0, 0.9) is False      # over budget: not this one
+    assert await arbiter.claim(NEAR, -40.0, 0.5) is True      # the sibling still answers
+    now[0] += 11.0
+    assert await arbiter.claim(FAR, -20.0, 0.9) is True       # one more after WAKE_EVERY_S
+    await store.close()

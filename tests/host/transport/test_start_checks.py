@@ -28,6 +28,9 @@ def run_server(tmp_path, yaml_text, *args):
     ('conversation:\n  keep_by_default: "no"\n', "conversation.keep_by_default must be true or false"),
     ('server:\n  workers: 0\n', 'server.workers must be "auto" or a whole number of at least 1, got 0'),
     ('server:\n  workers: "2"\n', "server.workers must be"),
+    ('control:\n  api_token: "7"\n', "control.api_token is too easy to guess (1 characters"),
+    ('control:\n  api_token: "aaaaaaaaaaaaaaaaaaaaaaaa"\n', "at least 16 characters with at least 8 different"),
+    ('control:\n  api_token: 1234567890123456\n', "control.api_token must be a string"),
 ])
 def test_settings_that_weaken_the_server_stop_it_at_start(tmp_path, yaml_text, reason):
     done = run_server(tmp_path, yaml_text, "--host", "0.0.0.0")
