@@ -25,6 +25,7 @@ the tags silently vanish and grouped tests spread over every worker. Here
 each worker writes the {node id: group} map it collected to a file the
 controller named (GROUPS_KEY), and the controller's scheduler reads it.
 """
+import inspect
 import json
 import os
 import tempfile
@@ -62,7 +63,24 @@ FIXTURES = {
     "browser": ("browser",),
 }
 
+# Test kit modules whose use puts a test module in a group: a new test that
+# builds hosts with the fleet rig, or drives the console's browser, lands
+# there without a mark.
+MODULES = {
+    "netns": ("testkit.netns", "testkit.fleet_rig"),
+    "browser": ("testkit.console_browser",),
+}
+
 FIRST = ("cpu", "netns", "browser")
+
+
+def _uses(module, names):
+    """Whether a test module imported one of the named modules, or something from one."""
+    for value in vars(module).values():
+        where = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        if isinstance(where, str) and where in names:
+            return True
+    return False
 
 
 def configure(config):
@@ -85,6 +103,10 @@ def group_of(item):
     fixtures = set(getattr(item, "fixturenames", ()))
     for name, names in FIXTURES.items():
         if fixtures.intersection(names):
+            return name
+    module = getattr(item, "module", None)
+    for name, names in MODULES.items():
+        if module is not None and _uses(module, names):
             return name
     return path
 
