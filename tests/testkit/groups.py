@@ -58,6 +58,21 @@ PATHS = {
     ),
 }
 
+# Modules whose tests take several seconds each even alone (a whole
+# simulated board, worker processes, a restart, a long conversation):
+# marked slow like the groups above, so `make test-fast` leaves them out.
+# Measured with --durations (`.ci/run` prints the 30 slowest).
+SLOW_PATHS = (
+    "tests/host/sim/",
+    "tests/host/transport/test_workers.py",
+    "tests/host/transport/test_flood.py",
+    "tests/host/control/test_control_conversation.py",
+    "tests/host/clients/test_browser_abort.py",
+    "tests/host/e2e/test_family_safety.py",
+    "tests/host/e2e/test_turn_taking.py",
+    "tests/host/runtime/test_seed_wake.py",
+)
+
 # Fixtures whose use puts a test in a group wherever it lives.
 FIXTURES = {
     "browser": ("browser",),
@@ -72,6 +87,11 @@ MODULES = {
 }
 
 FIRST = ("cpu", "netns", "browser")
+
+
+def _under(path, paths):
+    """Whether a test file is one of `paths` or inside one of its folders (those ending with /)."""
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in paths)
 
 
 def _uses(module, names):
@@ -98,7 +118,7 @@ def group_of(item):
         if item.get_closest_marker(name) is not None:
             return name
     for name, paths in PATHS.items():
-        if any(path == p or (p.endswith("/") and path.startswith(p)) for p in paths):
+        if _under(path, paths):
             return name
     fixtures = set(getattr(item, "fixturenames", ()))
     for name, names in FIXTURES.items():
@@ -118,12 +138,12 @@ def assign(items):
         name = group_of(item)
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(name))
-        if name in ("cpu", "netns", "browser"):
-            if item.get_closest_marker(name) is None:
-                item.add_marker(getattr(pytest.mark, name))
-            # What keeps a core busy, builds hosts or starts a browser is slow by nature.
-            if item.get_closest_marker("slow") is None:
-                item.add_marker(pytest.mark.slow)
+        if name in ("cpu", "netns", "browser") and item.get_closest_marker(name) is None:
+            item.add_marker(getattr(pytest.mark, name))
+        # What keeps a core busy, builds hosts or starts a browser is slow by nature.
+        slow = name in ("cpu", "netns", "browser") or _under(item.nodeid.split("::", 1)[0], SLOW_PATHS)
+        if slow and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(group_of(item), len(FIRST)))
 
