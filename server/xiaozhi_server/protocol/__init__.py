@@ -1099,10 +1099,10 @@ SCHEMAS = {
         '{"type":"object","additionalProperties":false,"properties":{"ready":{"type":"integer","m'
         'inimum":1},"llm":{"type":"string","maxLength":200},"error":{"type":"string","minLength":'
         '1,"maxLength":4000},"sessions":{"type":"integer","minimum":0},"claim":{"$ref":"shard.com'
-        'mand.device_session"},"drained":{"const":true}},"oneOf":[{"required":["ready"]},{"requir'
-        'ed":["error"]},{"required":["sessions"]},{"required":["claim"]},{"required":["drained"]}'
-        '],"x-error":"a worker\'s line holds exactly one of ready, error, sessions, claim, drained'
-        '"}'
+        'mand.device_session"},"at":{"type":"number","minimum":0},"drained":{"const":true}},"oneO'
+        'f":[{"required":["ready"]},{"required":["error"]},{"required":["sessions"]},{"required":'
+        '["claim"]},{"required":["drained"]}],"x-error":"a worker\'s line holds exactly one of rea'
+        'dy, error, sessions, claim, drained"}'
     ),
     'shard.settings': (
         '{"type":"object","required":["worker","workers","config","log_level","device_tokens","wi'

@@ -130,7 +130,7 @@ class WorkerPool:
         self._procs = set()
         self._stopping = False
         self.log_throttle = LogThrottle(log)
-        self._holders = {}         # device_id -> (worker id, session id) of its newest session
+        self._holders = {}         # device_id -> (worker id, session id, claimed at) of its newest session
 
     def sessions(self):
         """Sessions per worker, in worker order (0 while one is restarting)."""
@@ -233,7 +233,7 @@ class WorkerPool:
             if "sessions" in msg:
                 w.sessions = msg["sessions"]
             elif "claim" in msg:
-                self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"])
+                self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"], msg.get("at"))
             elif "drained" in msg and w.drained is not None and not w.drained.done():
                 w.drained.set_result(True)
         w.writer.close()
@@ -241,10 +241,20 @@ class WorkerPool:
         self._procs.discard(w.proc)
         return code
 
-    def _claimed(self, wid, device_id, session_id):
-        """A worker opened a session for this device: an older one on another worker is released."""
-        before = self._holders.pop(device_id, None)
-        self._holders[device_id] = (wid, session_id)
+    def _claimed(self, wid, device_id, session_id, at=None):
+        """A worker opened a session for this device at `at` (its monotonic
+        clock, one for every process of the host): of this session and the one
+        the primary knew, the older is released. Each worker's lines come on
+        its own socket, so a busy worker's claim can arrive after a newer one
+        from another worker: arrival order alone would close the newer session."""
+        before = self._holders.get(device_id)
+        if before is not None and at is not None and before[2] is not None and at < before[2]:
+            if before[0] != wid and wid in self._workers:   # a worker ends its own older session itself
+                channel.write(self._workers[wid].writer, "shard.command",
+                              {"release": {"device": device_id, "session": session_id}})
+            return
+        self._holders.pop(device_id, None)
+        self._holders[device_id] = (wid, session_id, at)
         if len(self._holders) > MAX_HOLDERS:
             self._holders.pop(next(iter(self._holders)))
         if before is not None and before[0] != wid and before[0] in self._workers:
