@@ -6,6 +6,11 @@ PY     := $(VENV)/bin/python
 PORT   ?=
 ARGS   ?=
 BOARD  ?= sening# a board profile, firmware/boards/$(BOARD).json
+# pytest-xdist workers for make test: most tests wait on sockets and child
+# processes, so 4 workers keep 2 cores busy; the CPU-heavy tests share one
+# worker (tests/testkit/groups.py, docs/testing.md). 0 runs in one process.
+TEST_WORKERS ?= 4
+TEST_DIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 .PHONY: setup run sim test test-fast bench flash proto proto-check clean
 
@@ -21,7 +26,12 @@ sim: setup
 # micropython-maybe: the MicroPython builds the firmware tests run on
 # (mk/micropython.mk), or a line saying why they are not built.
 test: setup micropython-maybe
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q $(TEST_DIST) $(ARGS)
+
+# The quick part: everything not marked slow (no type check, firmware
+# suites, C builds, fuzzing, network namespaces or browser).
+test-fast: setup micropython-maybe
+	$(PY) -m pytest -q $(TEST_DIST) -m "not slow" $(ARGS)
 
 bench: setup
 	$(PY) -m bench $(ARGS)

@@ -1,3 +1,35 @@
 """The test tree's root. tests/ (for testkit) and tools/ (for simkit) are
 on the import path through pyproject.toml's pytest `pythonpath`, so no test
 folder adds another's path."""
+import os
+
+import pytest
+
+from testkit import groups
+
+
+def pytest_configure(config):
+    groups.configure(config)
+
+
+def pytest_unconfigure(config):
+    path = getattr(config, "_xiaozhi_groups_file", None)
+    if path and os.path.exists(path):
+        os.remove(path)
+
+
+# Before xdist's own hook, which reads the xdist_group marks.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    groups.assign_and_share(config, items)
+
+
+# xdist's hooks (optional: the suite also runs without xdist, one process).
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[groups.GROUPS_KEY] = groups.controller_file(node.config)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    return groups.make_scheduler(config, log)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepare a fresh machine: Debian packages, then the project venv.
+# Prepare a fresh machine: Debian packages and the project venv, side by
+# side (both mostly wait on downloads; nothing pip installs builds against a
+# Debian package: every sdist among the pins is pure Python).
 # Idempotent and fast when already done: each step is skipped while its
 # inputs are unchanged (a stamp file holds their hash).
 set -euo pipefail
@@ -9,6 +11,7 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
 # --- Debian packages -------------------------------------------------------
+debian() {
 missing=()
 while read -r pkg; do
   case "$pkg" in ''|'#'*) continue ;; esac
@@ -33,12 +36,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq || echo "setup: apt-get update failed for some lists; installing from the lists it has" >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+}
 
 # --- Python venv -----------------------------------------------------------
+python_venv() {
 stamp="$VENV/.setup-stamp"
 want=$(cat requirements.txt tools/requirements-nodeps.txt pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+  return 0
 fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 echo "setup: installing Python packages into $VENV"
@@ -46,3 +51,13 @@ echo "setup: installing Python packages into $VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r tools/requirements-nodeps.txt
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e .
 echo "$want" > "$stamp"
+}
+
+# Each in its own subshell, so `set -e` stops the step that failed (inside a
+# function called from `||` it would not); both are waited for, either failing fails.
+( debian ) & debian_pid=$!
+( python_venv ) & venv_pid=$!
+rc=0
+wait "$debian_pid" || { rc=$?; echo "setup: the Debian packages failed (above)" >&2; }
+wait "$venv_pid" || { rc=$?; echo "setup: the Python venv failed (above)" >&2; }
+exit "$rc"

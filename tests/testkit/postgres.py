@@ -149,6 +149,28 @@ def postgres_cluster():
     pg.close()
 
 
+# A test whose subject is the store runs on both back-ends; a test that only
+# needs a server with a store runs on SQLite (store_backend), unless it
+# carries this mark because what it checks is the store's (a restart, a race).
+BOTH_STORES = pytest.mark.parametrize("store_backend", ["sqlite", "postgres"])
+
+
+@pytest.fixture
+def store_backend():
+    """The back-end of the store of a server a test starts: SQLite, or both under BOTH_STORES."""
+    return "sqlite"
+
+
+@pytest.fixture
+def server_db(request, tmp_path, store_backend):
+    """server_db(name) -> where a started server's store lives, on store_backend."""
+    if store_backend == "sqlite":
+        return lambda name="control.db": str(tmp_path / name)
+    pg = request.getfixturevalue("postgres_cluster")
+    urls = {}
+    return lambda name="control.db": urls.setdefault(name, pg.new_schema_url())
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def control_db(request, tmp_path):
     """Where a test's control store lives, on each back-end in turn:

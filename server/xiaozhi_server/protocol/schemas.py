@@ -2575,15 +2575,17 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                  'once its models are loaded and it accepts; llm names its model '
                                  'for the banner), error (it could not start, and why), sessions '
                                  '(its live session count, sent whenever it changes), claim (a '
-                                 "device's hello opened a session here: the primary tells the "
-                                 "worker holding that device's older session to release it), "
-                                 'drained (the drain it was asked for is done), held (the sessions '
-                                 'it holds, by device, with what each does and which of the '
-                                 "console's device tools it offers: sent whenever that changes, so "
-                                 "the primary's control plane sees every session of the node), "
-                                 'answer (the outcome of a call the primary asked for, by its id). '
-                                 'The primary skips, with a log line, any line that is not one of '
-                                 'these.',
+                                 "device's hello opened a session here, at the worker's monotonic "
+                                 'clock reading `at`, which every process of the host shares: the '
+                                 "primary tells the worker holding that device's older session to "
+                                 "release it, judged by `at`, since two workers' lines may reach "
+                                 'it in either order), drained (the drain it was asked for is '
+                                 'done), held (the sessions it holds, by device, with what each '
+                                 "does and which of the console's device tools it offers: sent "
+                                 "whenever that changes, so the primary's control plane sees every "
+                                 'session of the node), answer (the outcome of a call the primary '
+                                 'asked for, by its id). The primary skips, with a log line, any '
+                                 'line that is not one of these.',
                   'type': 'object',
                   'additionalProperties': False,
                   'properties': {'ready': {'type': 'integer', 'minimum': 1},
@@ -2599,6 +2601,7 @@ SCHEMAS = {'common.audio_params': {'type': 'object',
                                                           'session': {'type': 'string',
                                                                       'minLength': 1,
                                                                       'maxLength': 64}}},
+                                 'at': {'type': 'number', 'minimum': 0},
                                  'drained': {'const': True},
                                  'held': {'type': 'array',
                                           'maxItems': 100000,

@@ -154,7 +154,7 @@ class WorkerPool:
         self._procs = set()
         self._stopping = False
         self.log_throttle = LogThrottle(log)
-        self._holders = {}         # device_id -> (worker id, session id) of its newest session
+        self._holders = {}         # device_id -> (worker id, session id, claimed at) of its newest session
         self._calls = {}           # call id -> Future of its answer
         self._call_ids = 0
 
@@ -169,7 +169,7 @@ class WorkerPool:
         found = [(w, w.held[device_id]) for w in self._workers.values() if device_id in w.held]
         if not found:
             return None
-        w, line = next(((w, line) for w, line in found if holder and (w.id, line["session"]) == holder), found[0])
+        w, line = next(((w, line) for w, line in found if holder and (w.id, line["session"]) == holder[:2]), found[0])
         return RemoteView(self, w.id, line)
 
     def held_devices(self):
@@ -301,7 +301,7 @@ class WorkerPool:
                 if answer is not None and not answer.done():
                     answer.set_result((msg["answer"]["text"], msg["answer"]["error"]))
             elif "claim" in msg:
-                self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"])
+                self._claimed(w.id, msg["claim"]["device"], msg["claim"]["session"], msg.get("at"))
             elif "drained" in msg and w.drained is not None and not w.drained.done():
                 w.drained.set_result(True)
         w.writer.close()
@@ -309,10 +309,20 @@ class WorkerPool:
         self._procs.discard(w.proc)
         return code
 
-    def _claimed(self, wid, device_id, session_id):
-        """A worker opened a session for this device: an older one on another worker is released."""
-        before = self._holders.pop(device_id, None)
-        self._holders[device_id] = (wid, session_id)
+    def _claimed(self, wid, device_id, session_id, at=None):
+        """A worker opened a session for this device at `at` (its monotonic
+        clock, one for every process of the host): of this session and the one
+        the primary knew, the older is released. Each worker's lines come on
+        its own socket, so a busy worker's claim can arrive after a newer one
+        from another worker: arrival order alone would close the newer session."""
+        before = self._holders.get(device_id)
+        if before is not None and at is not None and before[2] is not None and at < before[2]:
+            if before[0] != wid and wid in self._workers:   # a worker ends its own older session itself
+                channel.write(self._workers[wid].writer, "shard.command",
+                              {"release": {"device": device_id, "session": session_id}})
+            return
+        self._holders.pop(device_id, None)
+        self._holders[device_id] = (wid, session_id, at)
         if len(self._holders) > MAX_HOLDERS:
             self._holders.pop(next(iter(self._holders)))
         if before is not None and before[0] != wid and before[0] in self._workers:

@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 from ..config import ConfigError
 from ..logthrottle import LogThrottle
@@ -138,7 +139,9 @@ async def serve(channel_fd, listen_fds):
     loop.add_signal_handler(signal.SIGTERM, stop.set)
 
     def claimed(device_id, session_id):
-        channel.write(writer, "shard.report", {"claim": {"device": device_id[:256], "session": session_id}})
+        # When: the primary orders claims of two workers by it (shard/pool.py).
+        channel.write(writer, "shard.report", {"claim": {"device": device_id[:256], "session": session_id},
+                                               "at": time.monotonic()})
     ws.device_sessions.on_claim = claimed
 
     def session_of(device_id):

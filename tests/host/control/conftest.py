@@ -1,11 +1,11 @@
 """A real server (ephemeral ports, its own control store: a SQLite file, and
-again a PostgreSQL schema, for every test that starts one) with the control
+again a PostgreSQL schema for a test about the store, testkit.postgres.BOTH_STORES) with the control
 plane on and its own mosquitto, which refuses anonymous clients and checks
 each device's credentials and topics; devices connect with the credentials
 the server gives them."""
 import itertools
 
-from testkit.postgres import control_db, postgres_cluster  # noqa: F401 (fixtures)
+from testkit.postgres import control_db, postgres_cluster, server_db, store_backend  # noqa: F401 (fixtures)
 
 import aiohttp
 import pytest
@@ -18,11 +18,11 @@ _ids = itertools.count(1)
 
 
 @pytest.fixture
-async def start_control(tmp_path, control_db):
+async def start_control(tmp_path, server_db):
     started = []
 
     async def start(db_name="control.db", **kw):
-        target = control_db(db_name)
+        target = server_db(db_name)
         if target.startswith("postgresql://"):
             kw.setdefault("db_url", target)     # the server's secret still lives beside db_path
         server = XiaozhiServer(control_config(tmp_path / db_name, **kw), with_broker=True, with_mcp=False)

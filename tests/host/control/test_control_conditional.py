@@ -5,6 +5,7 @@ and what is stored always reads back."""
 import asyncio
 import json
 
+from testkit.postgres import BOTH_STORES
 from xiaozhi_server import protocol as proto
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
@@ -14,6 +15,7 @@ def path(device_id, alarm_id=None):
     return "/api/devices/%s/schedules%s" % (device_id, "/" + alarm_id if alarm_id else "")
 
 
+@BOTH_STORES
 async def test_twenty_concurrent_creates_of_one_id_give_one_201(api, device, device_id):
     bodies = [{"alarm_id": "same", "time": "07:%02d" % i, "pending_task": LESSON} for i in range(20)]
     answers = await asyncio.gather(*(api.post(path(device_id), b) for b in bodies))
@@ -28,6 +30,7 @@ async def test_twenty_concurrent_creates_of_one_id_give_one_201(api, device, dev
     assert [(s["alarm_id"], s["time"]) for s in listed["schedules"]] == [("same", won["time"])]
 
 
+@BOTH_STORES
 async def test_put_and_delete_with_a_stale_etag_get_412(api, device, device_id):
     async with api.http.post(api.base + path(device_id), params={"wait": "5"},
                              json={"alarm_id": "bed", "time": "20:00", "pending_task": LESSON}) as r:
@@ -60,6 +63,7 @@ async def test_put_and_delete_with_a_stale_etag_get_412(api, device, device_id):
     assert req["action"] == proto.ACTION_UNSET_ALARM
 
 
+@BOTH_STORES
 async def test_concurrent_deletes_send_one_unset(api, device, device_id):
     assert (await api.post(path(device_id), {"alarm_id": "nap", "time": "13:00", "pending_task": LESSON},
                            wait=5))[0] == 201
@@ -80,6 +84,7 @@ async def test_put_of_a_missing_schedule_is_404_and_a_body_id_must_match(api, de
     assert status == 400 and "alarm_id" in err["error"]["message"]
 
 
+@BOTH_STORES
 async def test_a_lone_surrogate_is_refused_and_the_device_still_reads(api, device, device_id):
     raw = '{"app_id": "english_learning", "params": {"name": "\\ud800.mp3"}}'
     async with api.http.post(api.base + "/api/devices/%s/tasks" % device_id, data=raw,

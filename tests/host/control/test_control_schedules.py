@@ -5,6 +5,7 @@ import time
 
 from testkit.control_api import eventually
 from testkit.mqtt_device import MqttDevice
+from testkit.postgres import BOTH_STORES
 from xiaozhi_server import protocol as proto
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3", "repeat": 2}}
@@ -143,6 +144,7 @@ async def test_state_reports_show_on_the_device_view(api, device, device_id):
     assert state["report"]["active_task_id"] == "repeater"
 
 
+@BOTH_STORES
 async def test_schedules_survive_a_server_restart(start_control, device_id):
     api = await start_control(db_name="kept.db")
     async with await MqttDevice.provisioned(api.server, device_id):

@@ -11,7 +11,7 @@ from testkit import ROOT
 TARBALL = "micropython-1.28.0-src.tar.xz"
 
 
-def _ci_run(tmp_path, env_src=None, vendored=False):
+def _ci_run(tmp_path, env_src=None, vendored=False, make='echo "MICROPY_SRC=${MICROPY_SRC:-} $*"', env_add=None):
     checkout = tmp_path / "work" / "checkout"
     (checkout / ".ci").mkdir(parents=True)
     shutil.copy(ROOT / ".ci" / "run", checkout / ".ci" / "run")
@@ -20,9 +20,10 @@ def _ci_run(tmp_path, env_src=None, vendored=False):
         (tmp_path / "work" / "shared" / "vendor" / TARBALL).write_bytes(b"")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "make").write_text('#!/bin/sh\necho "MICROPY_SRC=${MICROPY_SRC:-} $*"\n')
+    (bin_dir / "make").write_text('#!/bin/sh\n%s\n' % make)
     (bin_dir / "make").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k != "MICROPY_SRC"}
+    env = {k: v for k, v in os.environ.items() if k not in ("MICROPY_SRC", "PYTEST_ADDOPTS")}
+    env.update(env_add or {})
     env["PATH"] = "%s:%s" % (bin_dir, env["PATH"])
     if env_src is not None:
         env["MICROPY_SRC"] = env_src
@@ -43,3 +44,11 @@ def test_the_source_vendored_beside_the_checkout_is_used(tmp_path):
 
 def test_the_callers_choice_wins(tmp_path):
     assert _ci_run(tmp_path, env_src="/src/micropython", vendored=True) == "MICROPY_SRC=/src/micropython test"
+
+
+def test_the_log_ends_with_the_30_slowest_tests(tmp_path):
+    shown = _ci_run(tmp_path, make='echo "$PYTEST_ADDOPTS"')
+    assert shown == "--durations=30"
+    # A caller's own pytest options are kept.
+    assert _ci_run(tmp_path / "again", make='echo "$PYTEST_ADDOPTS"',
+                   env_add={"PYTEST_ADDOPTS": "-x"}) == "-x --durations=30"

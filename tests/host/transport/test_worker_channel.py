@@ -46,7 +46,8 @@ async def test_bad_lines_are_skipped_and_the_primary_keeps_watching_the_worker(c
 def test_every_line_the_pool_and_workers_send_fits_its_schema():
     settings = pool.WorkerPool({"server": {"ws_port": 0, "host": "127.0.0.1"}, "limits": {}, "session": {}}, 2)
     assert channel.decode(json.dumps(settings._settings(1)).encode(), "shard.settings")["worker"] == 1
-    for msg in ({"ready": 42, "llm": "none configured"}, {"error": "no model"}, {"sessions": 0}):
+    for msg in ({"ready": 42, "llm": "none configured"}, {"error": "no model"}, {"sessions": 0},
+                {"claim": {"device": "kid1", "session": "s1"}, "at": 12.5}):
         assert channel.decode(json.dumps(msg).encode(), "shard.report") == msg
 
 
@@ -64,6 +65,29 @@ async def test_a_claim_on_one_worker_releases_the_devices_older_session_on_anoth
     workers._claimed(2, "kid1", "s-newest")     # another worker: worker 1 is told
     line = await asyncio.wait_for(sides[1][0].readline(), 10)
     assert channel.decode(line, "shard.command") == {"release": {"device": "kid1", "session": "s-newer"}}
+    for w in workers._workers.values():
+        w.writer.close()
+    assert await sides[1][0].read() == b"" and await sides[2][0].read() == b""   # nothing else was sent
+
+
+async def test_a_claim_that_arrives_late_releases_its_own_session_not_the_newer_one():
+    """Each worker reports on its own socket: a busy worker's claim may reach
+    the primary after a newer claim of the same device from another worker.
+    The older session is the one released, whichever line came first."""
+    workers = pool.WorkerPool({"server": {"ws_port": 0}}, 2)
+    sides = {}
+    for wid in (1, 2):
+        ours, theirs = socket.socketpair()
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        workers._workers[wid] = pool._Worker(wid, _Exited(), reader, writer)
+        sides[wid] = await asyncio.open_unix_connection(sock=theirs)
+    workers._claimed(2, "kid1", "s-second", at=20.0)     # the newer hello, reported first
+    workers._claimed(1, "kid1", "s-first", at=10.0)      # the older one, reported late
+    line = await asyncio.wait_for(sides[1][0].readline(), 10)
+    assert channel.decode(line, "shard.command") == {"release": {"device": "kid1", "session": "s-first"}}
+    workers._claimed(1, "kid1", "s-third", at=30.0)      # a newer one again: the second is released
+    line = await asyncio.wait_for(sides[2][0].readline(), 10)
+    assert channel.decode(line, "shard.command") == {"release": {"device": "kid1", "session": "s-second"}}
     for w in workers._workers.values():
         w.writer.close()
     assert await sides[1][0].read() == b"" and await sides[2][0].read() == b""   # nothing else was sent
