@@ -99,7 +99,7 @@ async def test_on_the_loopback_default_a_device_gets_its_broker_login_that_works
 
 
 async def test_with_an_api_token_and_no_device_tokens_nothing_secret_is_handed_out(start_control):
-    api = await start_control(api_token="parents-token")
+    api = await start_control(api_token="family-parents-token-2026")
     status, ans = await ota(api, KID)
     assert status == 200
     assert ans["websocket"]["token"] == "" and "activation" not in ans

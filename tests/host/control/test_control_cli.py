@@ -107,10 +107,10 @@ async def test_device_revoke_and_the_waiting_codes(api):
 async def test_the_cli_finds_the_server_and_its_token_in_var_server_yaml(start_control, tmp_path):
     # The server runs on a port of its own with an API token; the parent runs
     # the CLI from the checkout with no --server, --token or environment.
-    api = await start_control(api_token="parents-token")
+    api = await start_control(api_token="family-parents-token-2026")
     (tmp_path / "var").mkdir()
     (tmp_path / "var" / "server.yaml").write_text(
-        "server: {http_port: %d}\ncontrol: {api_token: parents-token}\n" % api.server.http.port)
+        "server: {http_port: %d}\ncontrol: {api_token: family-parents-token-2026}\n" % api.server.http.port)
     env = {k: v for k, v in __import__("os").environ.items()
            if k not in ("XIAOZHI_SERVER", "XIAOZHI_API_TOKEN", "XIAOZHI_HTTP_PORT")}
     proc = await asyncio.create_subprocess_exec(
