@@ -75,6 +75,15 @@ class Board:
         await self.opener(fw, timeout=timeout)
         # The server knows the board's tools (the opener came after them).
 
+    async def say(self, fw, text):
+        """The child speaks into the board's mic (the server's own voices
+        synthesize it, the board sends it as Opus like any speech)."""
+        from simkit import mic_input
+        self._said = getattr(self, "_said", 0) + 1
+        out = self.state_dir / "mic" / ("%04d" % self._said)
+        await asyncio.to_thread(mic_input.speak_to_frames, text, str(out))
+        await fw.send("mic " + str(out))
+
     async def device_time(self, fw):
         mark = fw.mark()
         await fw.send("warp 0")

@@ -8,7 +8,7 @@ import pytest
 from testkit.control_api import eventually
 from xiaozhi_server import protocol as proto
 
-from seed_rig import OPENER, assistant_lines, before
+from seed_rig import OPENER, REPLY, assistant_lines, before
 
 pytestmark = [pytest.mark.timeout(150)]
 
@@ -92,8 +92,10 @@ async def test_a_kept_task_of_an_earlier_run_of_the_device_id_is_not_taken_up(st
     await fw.wait_event("state", state="listening", since=mark + 1, timeout=20)
     assert not fw.find("task", outcome="refused"), fw.find("task")
     # The turns are kept: the child's next words reach the model after them.
-    await fw.send("phrase 我们来聊天吧")
-    await eventually(lambda: rig.llm.requests, 30)
+    await board.say(fw, "What is my name?")
+    answer = await fw.wait_event("subtitle", role="assistant", since=mark, text=REPLY, timeout=60)
+    assert answer
     said = [m.get("content") for m in rig.llm.requests[-1].messages]
-    assert "my name is Lily" in said, said
+    assert said.index("my name is Lily") + 1 == said.index("Hello Lily.") < len(said) - 1, said
+    assert "name" in said[-1].lower(), said
     await fw.stop()
