@@ -9,10 +9,9 @@ import contextlib
 import aiohttp
 import pytest
 
-from testkit.control_api import Api, control_config
+from testkit.control_api import control_config
 from testkit.fake_llm import FakeLLM
 from testkit.postgres import control_db, postgres_cluster  # noqa: F401 (fixtures)
-from xiaozhi_server.server import XiaozhiServer
 
 from seed_rig import OPENER, REPLY, SeedRig
 
@@ -32,12 +31,11 @@ async def start_seed(tmp_path, control_db):
             cfg["apps"]["max_reinvites"] = 0
             cfg["server"]["workers"] = workers
             cfg["conversation"]["keep_by_default"] = True
-            server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
-            stack.push_async_callback(server.stop)
-            await server.start()
             http = aiohttp.ClientSession()
             stack.push_async_callback(http.close)
-            rig = SeedRig(server, Api(server, http), tmp_path, llm)
+            rig = SeedRig(cfg, http, tmp_path, llm)
+            stack.push_async_callback(rig.stop_server)
+            await rig.start_server()
             stack.push_async_callback(rig.close)
             return rig
 

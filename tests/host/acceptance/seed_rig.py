@@ -17,7 +17,7 @@ run them side by side.
 import asyncio
 import json
 
-from testkit.control_api import eventually
+from testkit.control_api import Api, eventually
 from testkit.firmware_process import FirmwareProcess, prepare_state
 
 OPENER = "你好呀，我们聊聊吧！"
@@ -46,7 +46,7 @@ class Board:
         self.state_dir = state_dir
         self.procs = []
 
-    async def boot(self, speed=4, args=()):
+    async def boot(self, speed=4, args=(), **config):
         if not (self.state_dir / "config.json").exists():
             server = self.rig.server
             creds = (await server.control.devices.provision(self.device_id))["mqtt"]
@@ -55,6 +55,7 @@ class Board:
                    "clock_speed": speed,
                    "mqtt": {"url": "mqtt://127.0.0.1:%d" % server.broker.port, "keepalive": 30,
                             "user": creds["username"], "password": creds["password"]}}
+            cfg.update(config)
             prepare_state(self.state_dir, cfg, LESSONS)
             (self.state_dir / "mac").write_text(self.device_id.replace(":", ""))
         fw = await FirmwareProcess.start("cpython", self.state_dir, args)
@@ -95,12 +96,37 @@ class Board:
 
 
 class SeedRig:
-    def __init__(self, server, api, tmp_path, llm):
-        self.server = server
-        self.api = api
+    def __init__(self, cfg, http, tmp_path, llm):
+        self.cfg = cfg
+        self.http = http
+        self.server = self.api = None
         self.tmp_path = tmp_path
         self.llm = llm
         self.boards = []
+
+    async def start_server(self):
+        from xiaozhi_server.server import XiaozhiServer
+        server = XiaozhiServer(self.cfg, with_broker=True, with_mcp=False)
+        try:
+            await server.start()
+        except BaseException:
+            await server.stop()
+            raise
+        self.server, self.api = server, Api(server, self.http)
+        # A restart comes back where the boards look for it.
+        self.cfg["server"].update(ws_port=server.ws.port, http_port=server.http.port)
+        return server
+
+    async def stop_server(self):
+        server, self.server = self.server, None
+        if server is not None:
+            await server.stop()
+
+    async def restart(self):
+        """The machine restarted under the boards (every session gone at
+        once), on the same store, broker port and addresses."""
+        await self.stop_server()
+        await self.start_server()
 
     def board(self, device_id):
         b = Board(self, device_id, self.tmp_path / ("board-" + device_id.replace(":", "")))

@@ -99,3 +99,43 @@ async def test_a_kept_task_of_an_earlier_run_of_the_device_id_is_not_taken_up(st
     assert said.index("my name is Lily") + 1 == said.index("Hello Lily.") < len(said) - 1, said
     assert "name" in said[-1].lower(), said
     await fw.stop()
+
+
+async def test_a_lesson_the_board_plays_goes_on_through_a_server_restart_with_the_turns(start_seed):
+    """The other side of the rule: a lesson the board still plays when its
+    server goes away is taken up by the server it reconnects to (no chat
+    opener over it, the parents' lesson keeps its priority), and the turns
+    before it are kept."""
+    rig = await start_seed()
+    board = rig.board("02:00:00:00:a1:04")
+    fw = await board.boot(speed=1, reconnect={"attempts": 200, "first_ms": 300, "max_ms": 1000})
+    await board.ready(fw)
+    mark = fw.mark()
+    await board.say(fw, "My name is Lily.")
+    await fw.wait_event("subtitle", role="assistant", text=REPLY, since=mark, timeout=60)
+    await fw.wait_event("state", state="listening", since=mark + 1, timeout=20)
+    status, body = await rig.start_task(board, lesson("lesson1.mp3", repeat=12))
+    assert status == 200 and body["ack"]["code"] == proto.ACK_ACCEPTED, body
+    await fw.wait_event("player", state="playing", name="lesson1.mp3", timeout=20)
+
+    mark = fw.mark()
+    await rig.restart()
+    await fw.wait_event("channel", state="closed", since=mark, timeout=20)
+    opened = await fw.wait_event("channel", state="open", since=mark, timeout=60)
+    opened = next(i for i in range(mark, len(fw.events)) if fw.events[i] is opened)
+    # The lesson plays on, and the child's wake word does not reset it.
+    await fw.send("wake")
+    refused = await fw.wait_event("task", app_id="chat", outcome="refused", since=opened)
+    assert "mqtt_immediate" in refused["message"], refused
+    await fw.wait_event("player", state="done", name="lesson1.mp3", timeout=60)
+    assert not fw.find("player", state="stopped"), fw.find("player")
+    assert not fw.find("subtitle", role="assistant", since=opened), "chat spoke over the lesson"
+    # The lesson over, the child talks again and the earlier turn is there.
+    mark = fw.mark()
+    await fw.send("wake")
+    await fw.wait_event("state", state="listening", since=mark + 1, timeout=20)
+    await board.say(fw, "What is my name?")
+    await fw.wait_event("subtitle", role="assistant", text=REPLY, since=mark, timeout=60)
+    said = [m.get("content") for m in rig.llm.requests[-1].messages]
+    assert "My name is Lily." in said[:-1] and "name" in said[-1].lower(), said
+    await fw.stop()
