@@ -47,6 +47,14 @@ class Board:
         self.procs = []
 
     async def boot(self, speed=4, args=(), **config):
+        await self.provision(speed, **config)
+        fw = await FirmwareProcess.start("cpython", self.state_dir, args)
+        self.procs.append(fw)
+        return fw
+
+    async def provision(self, speed=4, **config):
+        """The board's first set-up (its state dir, its broker login from the
+        parents' provisioning); later calls change nothing."""
         if not (self.state_dir / "config.json").exists():
             server = self.rig.server
             creds = (await server.control.devices.provision(self.device_id))["mqtt"]
@@ -58,9 +66,6 @@ class Board:
             cfg.update(config)
             prepare_state(self.state_dir, cfg, LESSONS)
             (self.state_dir / "mac").write_text(self.device_id.replace(":", ""))
-        fw = await FirmwareProcess.start("cpython", self.state_dir, args)
-        self.procs.append(fw)
-        return fw
 
     async def opener(self, fw, since=0, timeout=30):
         """The chat opener heard (spoken first), then the board listens."""

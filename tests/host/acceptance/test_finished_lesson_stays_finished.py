@@ -2,7 +2,10 @@
 conversation it was in (issue 31): the alarm's lesson plays after a
 parents' lesson that ended, a board that boots with nothing to do speaks
 first and hears its wake word, and a board that inherits an old
-conversation gets its turns but not its task."""
+conversation gets its turns but not its task. Those three are flows of
+one board each, run side by side with the seed's other flows
+(test_seed_flows.py); a lesson the board still plays when its server
+restarts is a test of its own (the restart ends every board's session)."""
 import pytest
 
 from testkit.control_api import eventually
@@ -17,9 +20,7 @@ def lesson(name, **params):
     return {"app_id": "english_learning", "task_id": "repeater", "params": dict(name=name, **params)}
 
 
-async def test_alarm_wake_after_a_finished_parents_lesson_plays_the_alarms_lesson(start_seed):
-    rig = await start_seed()
-    board = rig.board("02:00:00:00:a1:01")
+async def alarm_wake_after_a_finished_parents_lesson(rig, board):
     fw = await board.boot()
     await board.ready(fw)
     at = await board.device_time(fw) + 120
@@ -45,9 +46,7 @@ async def test_alarm_wake_after_a_finished_parents_lesson_plays_the_alarms_lesso
     await fw.stop()
 
 
-async def test_boot_after_a_finished_alarm_lesson_and_a_power_cut_is_chat(start_seed):
-    rig = await start_seed()
-    board = rig.board("02:00:00:00:a1:02")
+async def power_cut_past_an_alarm_then_chat(rig, board):
     fw = await board.boot()
     await board.ready(fw)
     at = await board.device_time(fw) + 120
@@ -76,9 +75,7 @@ async def test_boot_after_a_finished_alarm_lesson_and_a_power_cut_is_chat(start_
     await fw.stop()
 
 
-async def test_a_kept_task_of_an_earlier_run_of_the_device_id_is_not_taken_up(start_seed):
-    rig = await start_seed()
-    board = rig.board("02:00:00:00:a1:03")
+async def kept_task_of_an_earlier_run(rig, board):
     # An earlier board under this id was in a parents' lesson; this one is new.
     await rig.server.control.store.save_conversation(board.device_id, {
         "turns": [{"role": "user", "content": "my name is Lily"},
