@@ -15,7 +15,8 @@ Boards with different device ids share nothing but the server, so tests
 run them side by side.
 """
 import asyncio
-import json
+import os
+import signal
 
 from testkit.control_api import Api, eventually
 from testkit.firmware_process import FirmwareProcess, prepare_state
@@ -118,8 +119,6 @@ class SeedRig:
             await server.stop()
             raise
         self.server, self.api = server, Api(server, self.http)
-        # A restart comes back where the boards look for it.
-        self.cfg["server"].update(ws_port=server.ws.port, http_port=server.http.port)
         return server
 
     async def stop_server(self):
@@ -127,11 +126,14 @@ class SeedRig:
         if server is not None:
             await server.stop()
 
-    async def restart(self):
-        """The machine restarted under the boards (every session gone at
-        once), on the same store, broker port and addresses."""
-        await self.stop_server()
-        await self.start_server()
+    async def kill_worker_of(self, device_id):
+        """kill -9 of the worker process that holds the device's session, as
+        a node dies: the board reconnects to the other worker (or the one
+        started again), which has only what the store kept."""
+        pool = self.server.pool
+        wid = await eventually(lambda: (pool._holders.get(device_id) or (None,))[0], 10)
+        os.kill(pool.pids()[wid], signal.SIGKILL)
+        return wid
 
     def board(self, device_id):
         b = Board(self, device_id, self.tmp_path / ("board-" + device_id.replace(":", "")))
