@@ -293,28 +293,9 @@ class AppRuntime:
         if kept is None:
             return False
         device_id = self.session.device_id
-        why = None
-        try:
-            task = self.registry.find(kept["app_id"], kept["task_id"])
-        except LookupError as e:
-            task, why = None, str(e)
-        skill = task.status_skill if task is not None else None
-        if task is not None and (task.reserved or task is self.registry.default() or not skill
-                                 or skill["runs_on"] != "device"):
-            why = "no device can say it still runs"
-        text = ""
-        if why is None:
-            await self._device_tools_listed()
-            if self.carry.kept_task is not kept:
-                return False    # a task was asked for meanwhile: it decides
-            if not self.session.mcp.has(skill["name"]):
-                why = "the device has no %s" % skill["name"]
-            else:
-                text, is_error = await self.session.mcp.call(skill["name"], {}, timeout=3)
-                if self.carry.kept_task is not kept:
-                    return False
-                why = "the device does not run it (%s)" % text[:200] if is_error or \
-                    not _runs(task, kept["params"], text) else None
+        why = await self._kept_not_running(kept)
+        if self.carry.kept_task is not kept:
+            return False    # a task was asked for meanwhile: it decides
         self.carry.kept_task = None
         if why is not None:
             log.info("[%s] kept task %s.%s not taken up: %s", device_id, kept["app_id"], kept["task_id"], why)
@@ -323,6 +304,25 @@ class AppRuntime:
         self.resume(kept["app_id"], kept["task_id"], kept["params"], kept["source"])
         log.info("[%s] %s goes on: the device still runs it", device_id, self.active)
         return True
+
+    async def _kept_not_running(self, kept: dict) -> str | None:
+        """Why the device does not run the kept task, or None when it does."""
+        try:
+            task = self.registry.find(kept["app_id"], kept["task_id"])
+        except LookupError as e:
+            return str(e)
+        skill = task.status_skill
+        if task.reserved or task is self.registry.default() or not skill or skill["runs_on"] != "device":
+            return "no device can say it still runs"
+        await self._device_tools_listed()
+        if self.carry.kept_task is not kept:
+            return "another task was asked for"
+        if not self.session.mcp.has(skill["name"]):
+            return "the device has no %s" % skill["name"]
+        text, is_error = await self.session.mcp.call(skill["name"], {}, timeout=3)
+        if is_error or not _runs(task, kept["params"], text):
+            return "the device does not run it (%s)" % text[:200]
+        return None
 
     def resume(self, app_id: str, task_id: str | None, params: dict, source: str | None) -> None:
         """Be in a task the device runs already (take_up_kept), without
