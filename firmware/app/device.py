@@ -342,6 +342,7 @@ class Device:
             self.state.go(proto.STATE_IDLE)
             return False
         self.backoff.reset()
+        self.bus.emit("channel", state="open")
         ap = self.channel.server_hello.get("audio_params") or {}
         self.board.speaker.configure(ap.get("sample_rate", proto.DOWNSTREAM_SAMPLE_RATE),
                                      ap.get("frame_duration", proto.FRAME_DURATION_MS))

@@ -119,7 +119,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": "unknown path %s" % self.path, "type": "invalid_request_error"}})
             return
-        turn = fake._next_turn()
+        turn = fake._next_turn(rec)
         if turn is None:
             self._json(500, {"error": {"message": "no scripted reply", "type": "server_error"}})
             return
@@ -213,6 +213,7 @@ class FakeLLM:
         self.requests = []
         self.default_reply = None
         self._script = []
+        self._answers = []      # (words, Turn): for requests whose last user message holds the words
         self._lock = threading.Lock()
         self._server = None
         self._thread = None
@@ -231,6 +232,13 @@ class FakeLLM:
     def reply_tool_calls(self, *calls, text="", **timing):
         """Queue an answer calling tools: each call is (name, arguments dict or raw JSON str)."""
         self._script.append(Turn(text=text, tool_calls=calls, **timing))
+        return self
+
+    def answer(self, words, turn):
+        """Answer every request whose last user message contains `words` with
+        the Turn (before the queue): devices sharing one model each get their own."""
+        with self._lock:
+            self._answers.append((words.lower(), turn))
         return self
 
     def fail(self, status, message="error"):
@@ -257,8 +265,17 @@ class FakeLLM:
         with self._lock:
             self.requests.append(rec)
 
-    def _next_turn(self):
+    def _next_turn(self, rec=None):
         with self._lock:
+            if rec is not None and self._answers:
+                # Only a request that ends with the child's words: the one after a
+                # tool's result gets the queue's answer (or the default).
+                msgs = rec.messages if isinstance(rec.body.get("messages"), list) else []
+                last = msgs[-1] if msgs and isinstance(msgs[-1], dict) else {}
+                last = str(last.get("content") or "").lower() if last.get("role") == "user" else ""
+                for words, turn in self._answers:
+                    if words in last:
+                        return turn
             if self._script:
                 return self._script.pop(0)
         return Turn(text=self.default_reply) if self.default_reply is not None else None

@@ -20,8 +20,10 @@
 # that played something on the SD player has finished when the player is
 # done with its passes (or was stopped by something else); a PLAY_AUDIO
 # task whose player is idle holds no priority (it played nothing, or its
-# file could not be played); any task ends when the server connection
-# ends (the server's runtime starts over at the default app too). A task
+# file could not be played); any other task ends when the server
+# connection ends. A lesson the player still plays goes on through a lost
+# connection: the server it reconnects to asks the player and takes the
+# lesson up again with its priority (a boot plays nothing: no task). A task
 # the server refused leaves the device in the default chat, listening
 # again if it was in a conversation when the task came.
 import asyncio
@@ -144,7 +146,7 @@ class Gateway:
             self._finish(event == "done")
 
     def channel_closed(self):
-        if not is_default(self.current):
+        if not is_default(self.current) and not (self._played and self._runner.playing()):
             self._finish(False)
 
     def _finish(self, natural):

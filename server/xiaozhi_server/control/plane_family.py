@@ -176,6 +176,9 @@ class FamilyPlane:
         name = (msg.get("player") or {}).get("name")
         if msg.get("event") != "player_done" or not isinstance(name, str) or not name:
             return
+        # The lesson is over: a conversation kept of it must not take it up again
+        # (every node reads the report; ending it twice changes nothing).
+        await self.store.end_kept_task(device_id, name)
         passes = 1
         for req in await self.store.recent_requests(device_id, 20):
             params = (req["payload"].get("params") or (req["payload"].get("pending_task") or {}).get("params")

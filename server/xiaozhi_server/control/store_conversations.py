@@ -64,6 +64,23 @@ class ConversationRecords:
                     .format(now=self._db.now), (device_id,) + values).rowcount
         return await self._run(write) > 0
 
+    async def end_kept_task(self, device_id, name=None):
+        """The device's lesson ended (its `player_done` report): the kept
+        conversation keeps its turns but no longer the task, when that task
+        played `name` (or named no file). True when a task was ended."""
+        def write():
+            with self._db.transaction():
+                row = self._db.execute("SELECT app_state FROM conversations WHERE device_id = ? "
+                                       "AND app_id IS NOT NULL", (device_id,)).fetchone()
+                if row is None:
+                    return 0
+                params = (json.loads(row["app_state"]) if row["app_state"] else {}).get("params") or {}
+                if name is not None and params.get("name") not in (None, name):
+                    return 0    # a later lesson is kept: that one plays on
+                return self._db.execute("UPDATE conversations SET app_id = NULL, task_id = NULL, app_state = NULL "
+                                        "WHERE device_id = ?", (device_id,)).rowcount
+        return await self._run(write) > 0
+
     async def conversation_setting(self, device_id, max_age_s):
         """{"keep": bool, "turns": n}: whether the device's conversation is
         kept, and how many of the child's turns are kept now."""

@@ -5,7 +5,17 @@ this one after a restart, goes on where it was.
 
     carry = Carry(store, config["conversation"], session, runtime)
     await carry.restore()      # after hello, before the device's first words are read
+    carry.kept_task            # the task it was in, until the device says whether it still runs it
     carry.changed()            # after each turn joined the history, and at a task switch
+
+The turns are taken up at once; the task is not. A kept task is only what
+the conversation was in when last saved: the lesson may have ended since
+(played out, stopped, the board powered off, reset, flashed anew), and a
+boot is a new start whose first task is the board's own boot order
+(docs/entry.md). So the runtime takes the task up only when the device
+itself says it still runs it (AppRuntime.take_up_kept: the task's status
+skill naming the same lesson), and any task asked for before that (the
+board's alarm lesson, a parent's, the child's) ends the kept one.
 
 What is kept is bounded before it is saved: the last `max_turns` turns of
 the child (a turn starts at a user message, so a tool call stays with its
@@ -55,6 +65,10 @@ class Carry:
         self.max_bytes = int(cfg["max_bytes"])
         self.restored_turns = 0
         self.ready = False      # nothing is saved before the kept conversation was read
+        self.restored = asyncio.Event()     # set once restore() is over, kept or not
+        # {app_id, task_id, params, source} of the kept conversation, until
+        # the device confirms it still runs it or anything else starts.
+        self.kept_task: dict | None = None
         self._saving: asyncio.Task | None = None
         self._again = False
 
@@ -64,6 +78,7 @@ class Carry:
             kept = await self._load()
         finally:
             self.ready = True
+            self.restored.set()
         if not kept:
             return False
         device_id = self.session.device_id
@@ -72,9 +87,11 @@ class Carry:
         self.restored_turns = sum(1 for m in turns if m.get("role") == "user")
         state = kept.get("app_state") or {}
         if kept.get("app_id"):
-            self.runtime.resume(kept["app_id"], kept.get("task_id"), state.get("params") or {}, state.get("source"))
-        log.info("[%s] conversation goes on: %d turns, %s", device_id, self.restored_turns,
-                 self.runtime.active or "the default task")
+            self.kept_task = {"app_id": kept["app_id"], "task_id": kept.get("task_id"),
+                              "params": state.get("params") or {}, "source": state.get("source")}
+        log.info("[%s] conversation goes on: %d turns%s", device_id, self.restored_turns,
+                 ", %s.%s if the device still runs it" % (kept["app_id"], kept.get("task_id"))
+                 if self.kept_task else "")
         return True
 
     async def _load(self):
@@ -89,8 +106,14 @@ class Carry:
             return None
 
     def snapshot(self) -> dict:
+        turns = bounded(self.session.dialogue.history, self.max_turns, self.max_bytes)
+        k = self.kept_task
+        if k is not None:
+            # Not confirmed yet, not over either: a turn saved meanwhile keeps it.
+            return {"turns": turns, "app_id": k["app_id"], "task_id": k["task_id"],
+                    "app_state": {"params": k["params"], "source": k["source"]}}
         t = self.runtime.task
-        return {"turns": bounded(self.session.dialogue.history, self.max_turns, self.max_bytes),
+        return {"turns": turns,
                 "app_id": t.app_id if t else None, "task_id": t.id if t else None,
                 "app_state": {"params": self.runtime.params, "source": self.runtime.source}}
 

@@ -53,6 +53,22 @@ def _leading_device_skills(task):
     return n
 
 
+def _runs(task, params, status_text) -> bool:
+    """Does the device's status report (the status skill's answer) say the
+    task with these params is what it runs: playing or paused, and the same
+    file when the params name one (the play skill's `name`)?"""
+    try:
+        status = json.loads(status_text)
+    except ValueError:
+        return False
+    if not isinstance(status, dict) or status.get("state") not in ("playing", "paused"):
+        return False
+    n = _leading_device_skills(task)
+    names = [skill_args(skill, params).get("name") for skill in task.skills[:n]]
+    named = [x for x in names if isinstance(x, str) and x]
+    return not named or status.get("name") in named
+
+
 def load_registry(path: str | None = None) -> Registry:
     """The app registry, checked as the runtime needs it: every task's mode
     has a handler (modes.py)."""
@@ -149,6 +165,10 @@ class AppRuntime:
         if err:
             raise TaskError(proto.RPC_INVALID_PARAMS, "%s: %s" % (task.key, err))
         was_explicit, self.explicit = self.explicit, True
+        # A task asked for from any channel (the board's alarm lesson at
+        # boot, a parent's, the child's) is the device's now: a kept one not
+        # yet confirmed is over.
+        self.carry.kept_task = None
         running = await self._current_running()
         verdict, why = priority.decide(self.source if running else None, source)
         self.history.append((time.monotonic(), task.key, source, verdict))
@@ -231,6 +251,7 @@ class AppRuntime:
         chat opener) or the child is already talking."""
         grace = float(self.cfg.get("opener_grace_s", 1.5))
         s = self.session
+        await self.carry.restored.wait()    # bounded: conversation.RESTORE_WAIT_S
         if s.hello and (s.hello.get("features") or {}).get("mcp"):
             try:
                 await asyncio.wait_for(s.mcp.ready.wait(), grace)
@@ -239,6 +260,7 @@ class AppRuntime:
             await asyncio.sleep(0.05)  # a request sent right after the tool list
         else:
             await asyncio.sleep(min(grace, 0.3))
+        await self.take_up_kept()
         if self.explicit or s.closed or s.last_user_speech:
             return
         await self.start_default(proto.SOURCE_DEFAULT_CHAT)
@@ -253,15 +275,58 @@ class AppRuntime:
         self._enter(task, {}, proto.SOURCE_DEFAULT_CHAT)
         self.history.append((time.monotonic(), task.key, proto.SOURCE_DEFAULT_CHAT, "adopted"))
 
+    async def take_up_kept(self) -> bool:
+        """Go on with the task the kept conversation was in (conversation.py)
+        only if the device says it still runs it: its status skill (on the
+        device) names the same lesson, playing or paused. True when taken up.
+
+        The kept task is only what was running at the last save. A lesson
+        that ended meanwhile (played out, stopped, the board powered off,
+        reset or flashed anew) must not hold its priority over the board's
+        own boot order, the alarm's lesson or the child's wake word; a boot
+        plays nothing yet, so a boot takes up no task. A task of the
+        server's alone (translation, a chat game) has no device to ask: the
+        hello does not tell a device that moved from one that rebooted, so
+        it is not taken up either. Whatever is not goes on in the default
+        task, with the turns kept, and the store forgets the task."""
+        kept = self.carry.kept_task
+        if kept is None:
+            return False
+        device_id = self.session.device_id
+        why = await self._kept_not_running(kept)
+        if self.carry.kept_task is not kept:
+            return False    # a task was asked for meanwhile: it decides
+        self.carry.kept_task = None
+        if why is not None:
+            log.info("[%s] kept task %s.%s not taken up: %s", device_id, kept["app_id"], kept["task_id"], why)
+            self.carry.changed()    # the store forgets it too
+            return False
+        self.resume(kept["app_id"], kept["task_id"], kept["params"], kept["source"])
+        log.info("[%s] %s goes on: the device still runs it", device_id, self.active)
+        return True
+
+    async def _kept_not_running(self, kept: dict) -> str | None:
+        """Why the device does not run the kept task, or None when it does."""
+        try:
+            task = self.registry.find(kept["app_id"], kept["task_id"])
+        except LookupError as e:
+            return str(e)
+        skill = task.status_skill
+        if task.reserved or task is self.registry.default() or not skill or skill["runs_on"] != "device":
+            return "no device can say it still runs"
+        await self._device_tools_listed()
+        if self.carry.kept_task is not kept:
+            return "another task was asked for"
+        if not self.session.mcp.has(skill["name"]):
+            return "the device has no %s" % skill["name"]
+        text, is_error = await self.session.mcp.call(skill["name"], {}, timeout=3)
+        if is_error or not _runs(task, kept["params"], text):
+            return "the device does not run it (%s)" % text[:200]
+        return None
+
     def resume(self, app_id: str, task_id: str | None, params: dict, source: str | None) -> None:
-        """Be in the task a kept conversation was in (conversation.py), without
-        running its skills again: they ran on the connection before. Only a
-        task the device can say is still running (its status skill runs on
-        the device: a lesson plays on the board by itself, and the skill says
-        when it is over): a task of the server's alone (translation, a chat
-        game) would carry on over a board that rebooted meanwhile, which the
-        hello does not tell apart from one that moved. Those start again in
-        the default task, with the turns kept."""
+        """Be in a task the device runs already (take_up_kept), without
+        running its skills again: they ran on the connection before."""
         try:
             task = self.registry.find(app_id, task_id)
         except LookupError as e:

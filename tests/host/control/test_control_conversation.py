@@ -50,7 +50,9 @@ async def test_a_bad_setting_is_refused_naming_the_field(api, device_id):
 async def test_a_restarted_server_goes_on_with_the_conversation_and_its_task(tmp_path, control_db):
     """One machine, the embedded store: the server restarts between two
     questions; the second reaches the LLM with the first, and the device is
-    back in the task it was in (without its skills running again)."""
+    back in the task it was in (without its skills running again) when it
+    says it still plays that lesson; once it says it plays nothing, the
+    task is over and not kept any more."""
     target = control_db("control.db")
     with FakeLLM() as llm:
         llm.default_reply = "Nice to talk with you."
@@ -58,13 +60,16 @@ async def test_a_restarted_server_goes_on_with_the_conversation_and_its_task(tmp
         cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "test", "model": "fake-model"}
         cfg["session"]["language"] = "en"
 
-        async def connect(words=None, then_task=None, workers=1):
+        async def connect(words=None, then_task=None, workers=1, player=None):
             """A server started on the store, the device's words answered, the
-            task it is in (None with workers: the session is in a worker); the server stops again."""
+            task it is in (None with workers: the session is in a worker); the server stops again.
+            player: what the device's self.mp3.get_status says (no MCP without it)."""
             cfg["server"]["workers"] = workers
             server = await XiaozhiServer(cfg, with_broker=True, with_mcp=False).start()
+            tools = {"self.mp3.get_status": lambda a: player} if player else None
             try:
-                async with WireDevice(server.ws.url, device_id="aa:bb:cc:00:00:07", mcp=False) as dev:
+                async with WireDevice(server.ws.url, device_id="aa:bb:cc:00:00:07", mcp=bool(player),
+                                      tools=tools) as dev:
                     await dev.hello()
                     if words:
                         await dev.detect(words)
@@ -74,11 +79,13 @@ async def test_a_restarted_server_goes_on_with_the_conversation_and_its_task(tmp
                         return None
                     await eventually(lambda: server.services.sessions)    # ready once its conversation is read
                     [session] = server.services.sessions
+                    carry = session.runtime.carry
+                    # The kept task is taken up, or not, once the device was asked.
+                    await eventually(lambda: carry.restored.is_set() and carry.kept_task is None, 10)
                     active = session.runtime.active
                     if then_task:
                         # A lesson an alarm started (its skills ran on this connection).
                         session.runtime.resume(*then_task)
-                    carry = session.runtime.carry
                     await eventually(lambda: carry._saving is None or carry._saving.done())
                     return active
             finally:
@@ -94,6 +101,9 @@ async def test_a_restarted_server_goes_on_with_the_conversation_and_its_task(tmp
         await connect("my name is Lily", workers=2)
         await connect("what is my name", then_task=("english_learning", "repeater", {"name": "lesson1.mp3"},
                                                     "schedule"))
-        assert await connect() == "english_learning.repeater"
+        playing = {"state": "playing", "name": "lesson1.mp3", "repeat_left": 1}
+        assert await connect(player=playing) == "english_learning.repeater"
+        assert await connect() == "chat.conversation", "a device that cannot say it plays the lesson"
+        assert await connect(player=playing) == "chat.conversation", "the lesson was over: not kept any more"
     said = [m.get("content") for m in llm.requests[-1].messages]
     assert said[-3:] == ["my name is Lily", "Nice to talk with you.", "what is my name"], said

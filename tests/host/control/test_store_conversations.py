@@ -80,3 +80,20 @@ async def test_erase_keeps_the_setting_and_forget_removes_the_device(store):
     rows = await store._run(lambda: store._db.execute("SELECT COUNT(*) FROM conversations").fetchone()[0])
     assert rows == 0
     assert await store.conversation_setting("d1", DAY) == {"keep": True, "turns": 0}
+
+
+async def test_a_lesson_that_ended_leaves_the_turns_but_not_the_task(store):
+    # The board's player_done report names the lesson that played out: a
+    # kept conversation of that lesson keeps its turns and loses the task;
+    # one of another lesson (started after) keeps its task.
+    ctx = _context(("hi", "hello"), app_id="english_learning", task_id="repeater")
+    ctx["app_state"] = {"params": {"name": "lesson1.mp3"}, "source": "mqtt_immediate"}
+    await store.save_conversation("d1", ctx)
+    assert not await store.end_kept_task("d1", "lesson2.mp3")
+    assert (await store.load_conversation("d1", DAY))["app_id"] == "english_learning"
+    assert await store.end_kept_task("d1", "lesson1.mp3")
+    got = await store.load_conversation("d1", DAY)
+    assert (got["app_id"], got["task_id"], got["app_state"]) == (None, None, {})
+    assert [m["content"] for m in got["turns"]] == ["hi", "hello"]
+    assert not await store.end_kept_task("d1", "lesson1.mp3"), "every node reads the report: once is enough"
+    assert not await store.end_kept_task("nobody", "lesson1.mp3")
