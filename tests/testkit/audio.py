@@ -81,8 +81,14 @@ def voiced_fraction(pcm, rate, frame_ms=30, floor=300.0):
     return loud / len(frames)
 
 
+# Piper varies its voice at random on every call; a test's speech must not.
+STEADY_PIPER = {"type": "piper", "noise_scale": 0.0, "noise_w_scale": 0.0}
+
+
 async def english_speech(text, rate=16000):
-    """Natural English speech from the server's own Piper voice, at `rate`."""
+    """Natural English speech from the server's own Piper voice, at `rate`:
+    the same every run (the voice's random variation off), so a test that
+    reads it back hears what it heard the last time."""
     from xiaozhi_server.providers.registry import create
-    chunk = await create("tts", {"type": "piper"}).synthesize(text)
+    chunk = await create("tts", STEADY_PIPER).synthesize(text)
     return resample(chunk.pcm, chunk.rate, rate)

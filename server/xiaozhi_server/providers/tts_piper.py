@@ -3,7 +3,9 @@
 Config keys: `model` (path to a .onnx voice; default the wheel's
 en_US-joe-medium), `model_config` (its .onnx.json; default beside the
 model), `length_scale` (speaking rate, >1 is slower), `speaker_id`,
-`max_chars`. A voice loads once per process, on first use, in the pool.
+`noise_scale` and `noise_w_scale` (the voice's random variation of sound
+and timing; 0 makes the same text sound the same every time, as tests
+that read speech back need), `max_chars`. A voice loads once per process, on first use, in the pool.
 """
 import threading
 
@@ -45,6 +47,8 @@ class PiperTts(TtsProvider):
             self.model, self.model_config = _default_model()
         self.length_scale = config.get("length_scale")
         self.speaker_id = config.get("speaker_id")
+        self.noise_scale = config.get("noise_scale")
+        self.noise_w_scale = config.get("noise_w_scale")
 
     async def warm_up(self):
         """Load the voice now rather than for the first sentence."""
@@ -52,7 +56,8 @@ class PiperTts(TtsProvider):
 
     def _syn_config(self):
         from piper import SynthesisConfig
-        return SynthesisConfig(speaker_id=self.speaker_id, length_scale=self.length_scale)
+        return SynthesisConfig(speaker_id=self.speaker_id, length_scale=self.length_scale,
+                               noise_scale=self.noise_scale, noise_w_scale=self.noise_w_scale)
 
     def _render(self, text):
         voice = load_voice(self.model, self.model_config)

@@ -14,7 +14,7 @@ def asr():
 
 @pytest.fixture(scope="module")
 def piper():
-    return create("tts", {"type": "piper"})
+    return create("tts", audio.STEADY_PIPER)
 
 
 async def english(piper, text):

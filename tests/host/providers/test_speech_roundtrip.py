@@ -21,7 +21,7 @@ def words(text):
 
 
 async def test_piper_speech_through_vad_and_whisper(asr):
-    chunk = await create("tts", {"type": "piper"}).synthesize("The little cat is playing with a red ball.")
+    chunk = await create("tts", audio.STEADY_PIPER).synthesize("The little cat is playing with a red ball.")
     assert chunk.rate == 22050 and chunk.seconds > 1.0
     pcm = resample_once(chunk.pcm, chunk.rate, 16000)
     stream = audio.silence(600) + pcm + audio.silence(800)
@@ -43,7 +43,7 @@ async def test_reply_audio_through_the_servers_opus_encoder_stays_intelligible(a
     """What the device plays: Piper's speech at 24 kHz, our 60 ms Opus frames, a stock decoder."""
     import opuslib
     from xiaozhi_server.pipeline.opus import OpusEncoder
-    chunk = await create("tts", {"type": "piper"}).synthesize("The little cat is playing with a red ball.")
+    chunk = await create("tts", audio.STEADY_PIPER).synthesize("The little cat is playing with a red ball.")
     enc = OpusEncoder()
     frames = enc.encode(resample_once(chunk.pcm, chunk.rate, 24000)) + enc.flush()
     dec = opuslib.Decoder(24000, 1)
