@@ -329,10 +329,10 @@ def provider_keys(section: str, value: dict) -> set[str] | None:
     return keys
 
 
-def _unknown(where: str, key, known) -> ConfigError:
+def _unknown(where: str, key, known, reader: str = "") -> ConfigError:
     near = difflib.get_close_matches(str(key), [str(k) for k in known], n=1)
     hint = "; did you mean %s?" % near[0] if near else "; known: %s" % ", ".join(sorted(map(str, known)))
-    return ConfigError("%s: unknown setting %s%s" % (where, key, hint))
+    return ConfigError("%s: unknown setting %s%s%s" % (where, key, reader, hint))
 
 
 def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS, path: str = "") -> None:
@@ -356,7 +356,8 @@ def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS,
             allowed = provider_keys(key, value)
             for sub in value if allowed is not None else ():
                 if sub not in allowed:
-                    raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed])
+                    reader = " (not read by %s type %s)" % (key, value["type"]) if value.get("type") else ""
+                    raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
             continue
         default = defaults[key]
         if isinstance(default, dict) and default:
