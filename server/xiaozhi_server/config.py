@@ -317,6 +317,8 @@ def provider_keys(section: str, value: dict) -> set[str] | None:
     # An llm section without a type is openai or none, chosen by the
     # environment (providers/llm_none.choose_llm): the keys of either.
     names = [type_name] if type_name else ["openai", "none"]
+    if not all(isinstance(name, str) for name in names):
+        return None     # create() says what a type must be
     keys = set(SHARED_PROVIDER_KEYS[section])
     for name in names:
         try:
