@@ -313,7 +313,9 @@ def provider_keys(section: str, value: dict) -> set[str] | None:
     for a type the registry does not know (create() names it at build) or a
     provider that declares none (one registered by a plugin)."""
     from .providers import registry
-    type_name = value.get("type", DEFAULTS[section].get("type"))
+    default = DEFAULTS[section]
+    assert isinstance(default, dict)
+    type_name = value.get("type", default.get("type"))
     # An llm section without a type is openai or none, chosen by the
     # environment (providers/llm_none.choose_llm): the keys of either.
     names = [type_name] if type_name else ["openai", "none"]
@@ -356,7 +358,9 @@ def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS,
             if not isinstance(value, dict):
                 raise ConfigError("%s: %s must be a mapping of settings, got %r" % (where, dotted, value))
             allowed = provider_keys(key, value)
-            for sub in value if allowed is not None else ():
+            if allowed is None:
+                continue
+            for sub in value:
                 if sub not in allowed:
                     reader = " (not read by %s type %s)" % (key, value["type"]) if value.get("type") else ""
                     raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
