@@ -30,9 +30,11 @@ def run_server(tmp_path, yaml_text):
 @pytest.mark.parametrize("yaml_text,said", [
     ("vadd:\n  silence_ms: 300\n", "unknown setting vadd; did you mean vad?"),
     ("vad:\n  silense_ms: 300\n", "unknown setting vad.silense_ms; did you mean vad.silence_ms?"),
-    ("control:\n  api_tokn: 'kQ3v-9xZp_2LmT7rWb4N'\n", "unknown setting control.api_tokn; did you mean control.api_token?"),
+    ("control:\n  api_tokn: 'kQ3v-9xZp_2LmT7rWb4N'\n",
+     "unknown setting control.api_tokn; did you mean control.api_token?"),
     # A provider section is checked against what its provider reads.
-    ("tts:\n  type: espeak\n  voise: en-us\n", "unknown setting tts.voise (not read by tts type espeak); did you mean tts.voice?"),
+    ("tts:\n  type: espeak\n  voise: en-us\n",
+     "unknown setting tts.voise (not read by tts type espeak); did you mean tts.voice?"),
     ("limits: 5\n", "limits must be a mapping of settings, got 5"),
 ])
 def test_a_setting_the_server_does_not_read_stops_the_start_naming_it(tmp_path, yaml_text, said):
