@@ -346,8 +346,7 @@ def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS,
     ({}, a list, None, a value) is a leaf: what it holds is the user's data
     (device ids, tokens, {language: lines}) and is not checked here. A
     provider section is checked against the keys its provider declares
-    (provider_keys); the sub-providers inside tts/asr `providers` lists and
-    the router's per-language voices are leaves."""
+    (provider_keys), and so is each member provider inside it (_members)."""
     for key, value in data.items():
         dotted = path + "." + str(key) if path else str(key)
         if key not in defaults and not (path == "" and key in PROVIDER_SECTIONS):
@@ -357,13 +356,7 @@ def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS,
                 continue
             if not isinstance(value, dict):
                 raise ConfigError("%s: %s must be a mapping of settings, got %r" % (where, dotted, value))
-            allowed = provider_keys(key, value)
-            if allowed is None:
-                continue
-            for sub in value:
-                if sub not in allowed:
-                    reader = " (not read by %s type %s)" % (key, value["type"]) if value.get("type") else ""
-                    raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
+            _refuse_unknown_provider(where, key, dotted, value, provider_keys(key, value))
             continue
         default = defaults[key]
         if isinstance(default, dict) and default:
@@ -372,6 +365,35 @@ def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS,
             if not isinstance(value, dict):
                 raise ConfigError("%s: %s must be a mapping of settings, got %r" % (where, dotted, value))
             refuse_unknown(value, where, default, dotted)
+
+
+def _members(kind: str, dotted: str, value: dict):
+    """(path, config, keys) of the member providers a provider's config holds:
+    a fallback's `providers` list, the router's `en` / `zh` voices. A member
+    is a mapping whose `type` the registry knows for this kind (a dict such
+    as an LLM's `extra_body` is not one)."""
+    from .providers import registry
+    for sub, v in value.items():
+        found = [("%s.%s" % (dotted, sub), v)] if isinstance(v, dict) else \
+            [("%s.%s[%d]" % (dotted, sub, i), m) for i, m in enumerate(v)] if isinstance(v, list) else []
+        for where, member in found:
+            if isinstance(member, dict) and isinstance(member.get("type"), str):
+                try:
+                    keys = registry.options(kind, member["type"])
+                except registry.ProviderError:
+                    continue
+                yield where, member, keys
+
+
+def _refuse_unknown_provider(where: str, kind: str, dotted: str, value: dict, allowed: set | frozenset | None) -> None:
+    if allowed is None:
+        return
+    for sub in value:
+        if sub not in allowed:
+            reader = " (not read by %s type %s)" % (kind, value["type"]) if value.get("type") else ""
+            raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
+    for member_path, member, keys in _members(kind, dotted, value):
+        _refuse_unknown_provider(where, kind, member_path, member, keys)
 
 
 def load(path: str | None = None, env: Mapping[str, str] | None = None, write_default: bool = True) -> dict:

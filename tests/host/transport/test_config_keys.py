@@ -75,6 +75,17 @@ def test_a_provider_of_another_type_takes_its_own_keys_and_the_pipelines(tmp_pat
         load(tmp_path, "asr:\n  type: openai\n  beam_size: 5\n")
 
 
+def test_a_member_provider_is_checked_against_its_own_type(tmp_path):
+    # The default tts is a fallback chain: its members are providers too.
+    with pytest.raises(configmod.ConfigError, match=r"tts.providers\[1\].voise \(not read by tts type espeak\); "
+                                                    r"did you mean tts.providers\[1\].voice\?"):
+        load(tmp_path, "tts:\n  providers: [{type: router}, {type: espeak, voise: en-us}]\n")
+    with pytest.raises(configmod.ConfigError, match=r"tts.en.modle \(not read by tts type piper\)"):
+        load(tmp_path, "tts:\n  type: router\n  en: {type: piper, modle: x.onnx}\n")
+    # An LLM's extra_body is the model's, whatever it holds.
+    assert load(tmp_path, "llm:\n  type: openai\n  extra_body: {response_format: {type: json_object}, x: 1}\n")
+
+
 def test_a_section_left_empty_changes_nothing(tmp_path):
     # The first-start file has every line commented; uncommenting only `vad:` is no change.
     assert load(tmp_path, "vad:\n")["vad"] == configmod.DEFAULTS["vad"]
