@@ -6,6 +6,7 @@ environment variables (ENV_OVERRIDES; the LLM also reads the `openai`
 client's own OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL).
 """
 import copy
+import difflib
 import ipaddress
 import os
 from typing import Any, Callable, Mapping
@@ -275,12 +276,15 @@ PROVIDER_SECTIONS = ("llm", "asr", "tts", "vad")
 
 
 def merge(base: dict, over: dict | None, where: str = "config") -> dict:
-    """Deep-merge `over` into a copy of `base`; unknown top-level sections are errors.
+    """Deep-merge `over` into a copy of `base` (refuse_unknown has checked its keys).
     A provider section naming another `type` replaces the default one whole (its
     keys belong to another provider); one of the same type, or without a type,
     is merged, so a file that sets `vad.silence_ms` still gets new VAD keys."""
     out = copy.deepcopy(base)
     for key, value in (over or {}).items():
+        if value is None and isinstance(out.get(key), dict):
+            # `vad:` uncommented with every line under it still commented.
+            continue
         mergeable = isinstance(out.get(key), dict) and isinstance(value, dict)
         if mergeable and key in PROVIDER_SECTIONS:
             mergeable = value.get("type", out[key].get("type")) == out[key].get("type")
@@ -289,6 +293,107 @@ def merge(base: dict, over: dict | None, where: str = "config") -> dict:
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+# Keys of a provider section read by the pipeline, whatever the provider:
+# the turn timing in pipeline/listener.py and turn_words.py, and the ASR
+# language pipeline/chain.py hands the transcriber.
+SHARED_PROVIDER_KEYS = {
+    "vad": ("type", "silence_ms", "commit_silence_ms", "commit_question_ms", "commit_stable_question_ms",
+            "commit_unfinished_ms", "threshold"),
+    "asr": ("type", "language"),
+    "tts": ("type",),
+    "llm": ("type",),
+}
+
+
+def provider_keys(section: str, value: dict) -> set[str] | None:
+    """The keys a provider section may hold: the pipeline's own and those the
+    chosen provider declares (its OPTIONS, registry.options). None (any key)
+    for a type the registry does not know (create() names it at build) or a
+    provider that declares none (one registered by a plugin)."""
+    from .providers import registry
+    default = DEFAULTS[section]
+    assert isinstance(default, dict)
+    type_name = value.get("type", default.get("type"))
+    # An llm section without a type is openai or none, chosen by the
+    # environment (providers/llm_none.choose_llm): the keys of either.
+    names = [type_name] if type_name else ["openai", "none"]
+    if not all(isinstance(name, str) for name in names):
+        return None     # create() says what a type must be
+    keys = set(SHARED_PROVIDER_KEYS[section])
+    for name in names:
+        try:
+            options = registry.options(section, name)
+        except registry.ProviderError:
+            return None
+        if options is None:
+            return None
+        keys |= options
+    return keys
+
+
+def _unknown(where: str, key, known, reader: str = "") -> ConfigError:
+    near = difflib.get_close_matches(str(key), [str(k) for k in known], n=1)
+    hint = "; did you mean %s?" % near[0] if near else "; known: %s" % ", ".join(sorted(map(str, known)))
+    return ConfigError("%s: unknown setting %s%s%s" % (where, key, reader, hint))
+
+
+def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS, path: str = "") -> None:
+    """Refuse a key the server does not read, at any depth, naming its dotted
+    path and the nearest known key: `vad: {silense_ms: 300}` would otherwise
+    be ignored without a word. A default that is not a non-empty mapping
+    ({}, a list, None, a value) is a leaf: what it holds is the user's data
+    (device ids, tokens, {language: lines}) and is not checked here. A
+    provider section is checked against the keys its provider declares
+    (provider_keys), and so is each member provider inside it (_members)."""
+    for key, value in data.items():
+        dotted = path + "." + str(key) if path else str(key)
+        if key not in defaults and not (path == "" and key in PROVIDER_SECTIONS):
+            raise _unknown(where, dotted, [path + "." + k if path else k for k in defaults])
+        if path == "" and key in PROVIDER_SECTIONS:
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError("%s: %s must be a mapping of settings, got %r" % (where, dotted, value))
+            _refuse_unknown_provider(where, key, dotted, value, provider_keys(key, value))
+            continue
+        default = defaults[key]
+        if isinstance(default, dict) and default:
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError("%s: %s must be a mapping of settings, got %r" % (where, dotted, value))
+            refuse_unknown(value, where, default, dotted)
+
+
+def _members(kind: str, dotted: str, value: dict):
+    """(path, config, keys) of the member providers a provider's config holds:
+    a fallback's `providers` list, the router's `en` / `zh` voices. A member
+    is a mapping whose `type` the registry knows for this kind (a dict such
+    as an LLM's `extra_body` is not one)."""
+    from .providers import registry
+    for sub, v in value.items():
+        found = [("%s.%s" % (dotted, sub), v)] if isinstance(v, dict) else \
+            [("%s.%s[%d]" % (dotted, sub, i), m) for i, m in enumerate(v)] if isinstance(v, list) else []
+        for where, member in found:
+            if isinstance(member, dict) and isinstance(member.get("type"), str):
+                try:
+                    keys = registry.options(kind, member["type"])
+                except registry.ProviderError:
+                    continue
+                yield where, member, keys
+
+
+def _refuse_unknown_provider(where: str, kind: str, dotted: str, value: dict, allowed: set | frozenset | None) -> None:
+    if allowed is None:
+        return
+    for sub in value:
+        if sub not in allowed:
+            reader = " (not read by %s type %s)" % (kind, value["type"]) if value.get("type") else ""
+            raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
+    for member_path, member, keys in _members(kind, dotted, value):
+        _refuse_unknown_provider(where, kind, member_path, member, keys)
 
 
 def load(path: str | None = None, env: Mapping[str, str] | None = None, write_default: bool = True) -> dict:
@@ -304,10 +409,7 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None, write_de
                 raise ConfigError("%s is not valid YAML: %s" % (path, e))
         if not isinstance(data, dict):
             raise ConfigError("%s must hold a mapping of sections" % path)
-        unknown = sorted(set(data) - set(DEFAULTS))
-        if unknown:
-            raise ConfigError("%s: unknown section(s) %s (known: %s)"
-                              % (path, ", ".join(unknown), ", ".join(DEFAULTS)))
+        refuse_unknown(data, path)
     elif write_default:
         write_defaults(path)
     cfg = merge(DEFAULTS, data)

@@ -11,6 +11,8 @@ from xiaozhi_server.server import XiaozhiServer
 
 
 def server_config(llm_url=None, **sections):
+    # The start-up check, so a test's typo fails it instead of testing the default.
+    configmod.refuse_unknown(sections, "server_config")
     cfg = configmod.merge(configmod.DEFAULTS, sections)
     cfg["server"].update(host="127.0.0.1", ws_port=0, http_port=0)
     cfg["llm"] = ({"type": "openai", "base_url": llm_url, "api_key": "test", "model": "fake-model"}

@@ -27,6 +27,9 @@ RESTING_REASONS = ("connection", "timeout", "auth")
 
 @register("asr", "fallback")
 class FallbackAsr(StreamingAsr):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("retry_after_s", "providers")
+
     def __init__(self, config):
         self.config = config
         self.name = config.get("name") or "fallback"

@@ -64,6 +64,10 @@ def hotwords_json(hotwords):
 
 @register("asr", "funasr")
 class FunAsr(StreamingAsr):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("url", "ssl", "ssl_ca", "ssl_verify", "mode", "chunk_size", "chunk_interval", "hotwords",
+               "connect_timeout", "final_timeout", "final_settle_s", "api_key", "api_key_env", "itn", "svs_lang")
+
     def __init__(self, config):
         self.config = config
         self.name = config.get("name") or "funasr"

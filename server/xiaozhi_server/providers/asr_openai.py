@@ -55,6 +55,10 @@ def api_key_from(config: dict, default_env: str, default_url: bool) -> str | Non
 
 @register("asr", "openai")
 class OpenAiAsr:
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("base_url", "api_key", "api_key_env", "model", "language", "response_format",
+               "connect_timeout", "timeout", "prompt", "temperature")
+
     def __init__(self, config):
         self.config = config
         self.name = config.get("name") or "openai"

@@ -51,6 +51,10 @@ def volc_token(config, default_env):
 
 @register("asr", "volcengine")
 class VolcengineAsr(StreamingAsr):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("appid", "token", "token_env", "cluster", "resource_id", "url", "packet_ms", "connect_timeout",
+               "final_timeout", "uid", "language", "extra")
+
     def __init__(self, config):
         self.config = config
         self.name = config.get("name") or "volcengine"

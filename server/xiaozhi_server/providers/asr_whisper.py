@@ -163,6 +163,10 @@ def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES,
 
 @register("asr", "whisper")
 class WhisperAsr:
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("compute_type", "threads", "beam_size", "language", "languages", "model_dir", "short_pad_frames",
+               "initial_prompt")
+
     def __init__(self, config):
         self.config = config
         self.compute_type = config.get("compute_type", "int8")

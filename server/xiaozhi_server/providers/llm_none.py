@@ -26,6 +26,8 @@ def _last_user_text(messages):
 
 @register("llm", "none")
 class NoLlm:
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("language", "lines")
     configured = False
 
     def __init__(self, config):

@@ -26,6 +26,10 @@ DEFAULT_MODEL = "gpt-4o-mini"
 
 @register("llm", "openai")
 class OpenAiLlm:
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("model", "base_url", "api_key", "timeout", "first_token_timeout", "chunk_timeout",
+               "temperature", "max_tokens", "extra_body")
+
     def __init__(self, config):
         self.config = config
         self.model = config.get("model") or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL

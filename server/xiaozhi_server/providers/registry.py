@@ -77,6 +77,25 @@ def known_types(kind: str) -> list[str]:
     return sorted(_registry[kind])
 
 
+def options(kind: str, type_name: str) -> frozenset[str] | None:
+    """The config keys the `type_name` provider reads: the union of `OPTIONS`
+    (a tuple of names, declared beside the constructor that reads them) over
+    its class and bases, plus `type` and `name`; None when the class itself
+    declares none (a plugin's provider: any key is taken). The config loader refuses
+    other keys at start (config.refuse_unknown)."""
+    known_types(kind)
+    cls = _registry[kind].get(type_name)
+    if cls is None:
+        raise ProviderError("unknown %s provider type %r (known %s types: %s)"
+                            % (kind, type_name, kind, ", ".join(known_types(kind))))
+    if "OPTIONS" not in cls.__dict__:
+        # Its own, not only a base class's: a plugin's TTS subclassing
+        # TtsProvider reads keys of its own that nobody declared.
+        return None
+    declared = [c.__dict__["OPTIONS"] for c in cls.__mro__ if "OPTIONS" in c.__dict__]
+    return frozenset(("type", "name", *(k for names in declared for k in names)))
+
+
 def create(kind: str, config: dict) -> Any:
     """Build the `kind` provider that `config["type"]` names."""
     types = known_types(kind)

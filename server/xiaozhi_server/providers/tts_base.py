@@ -15,6 +15,8 @@ DEFAULT_MAX_CHARS = 500
 
 
 class TtsProvider:
+    # Keys every TTS reads (registry.options joins a provider's own to these).
+    OPTIONS: tuple[str, ...] = ("max_chars",)
     max_chars = DEFAULT_MAX_CHARS
 
     def __init__(self, config: dict) -> None:

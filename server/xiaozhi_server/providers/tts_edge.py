@@ -69,6 +69,8 @@ def _describe(exc):
 
 @register("tts", "edge")
 class EdgeTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("voice", "rate", "pitch", "volume", "proxy", "connect_timeout", "first_audio_timeout", "chunk_timeout")
     max_chars = 1000
 
     def __init__(self, config):

@@ -17,6 +17,9 @@ from .tts_base import TtsError, TtsProvider
 
 @register("tts", "espeak")
 class EspeakTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("voice", "speed", "pitch", "timeout", "binary")
+
     def __init__(self, config):
         super().__init__(config)
         self.voice = config.get("voice", "cmn-latn-pinyin")

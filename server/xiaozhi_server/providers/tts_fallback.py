@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 @register("tts", "fallback")
 class FallbackTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("providers",)
+
     def __init__(self, config):
         super().__init__(config)
         self.members = []

@@ -17,6 +17,8 @@ from .tts_base import TtsError, TtsProvider
 
 @register("tts", "gpt_sovits")
 class GptSovitsTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("url", "timeout")
     max_chars = 300
 
     def __init__(self, config):

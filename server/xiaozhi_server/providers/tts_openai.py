@@ -26,6 +26,8 @@ _COMPRESSED_TYPES = ("mpeg", "mp3", "aac", "ogg", "opus", "flac")
 
 @register("tts", "openai")
 class OpenAiTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("base_url", "api_key", "model", "voice", "response_format", "pcm_rate", "timeout", "speed")
     max_chars = 4096
 
     def __init__(self, config):

@@ -37,6 +37,9 @@ def load_voice(model, model_config):
 
 @register("tts", "piper")
 class PiperTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("model", "model_config", "length_scale", "speaker_id")
+
     def __init__(self, config):
         super().__init__(config)
         model = config.get("model")

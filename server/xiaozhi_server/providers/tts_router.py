@@ -20,6 +20,9 @@ DEFAULT_VOICES = {
 
 @register("tts", "router")
 class LanguageRouterTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = tuple(DEFAULT_VOICES)
+
     def __init__(self, config):
         super().__init__(config)
         self.voices = {}

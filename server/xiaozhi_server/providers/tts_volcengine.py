@@ -36,6 +36,10 @@ URL = "wss://openspeech.bytedance.com/api/v1/tts/ws_binary"
 
 @register("tts", "volcengine")
 class VolcengineTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("appid", "token", "token_env", "cluster", "voice", "rate", "url", "connect_timeout",
+               "first_audio_timeout", "chunk_timeout", "speed_ratio", "volume_ratio", "pitch_ratio",
+               "extra_audio", "uid")
     max_chars = 300
 
     def __init__(self, config):

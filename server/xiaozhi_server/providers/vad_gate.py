@@ -23,6 +23,10 @@ RISE_DB_S = 3.0           # how fast the floor follows a louder background
 FLOOR_MIN = 1e-10         # -100 dBFS: digital silence is a floor too
 
 
+# The VAD config keys GateConfig reads (the VAD provider declares them as its own).
+GATE_OPTIONS = ("gate", "gate_open_db", "gate_hang_ms", "gate_hold")
+
+
 class GateConfig:
     """Read from the VAD's config: `gate` (true), `gate_open_db` (9),
     `gate_hang_ms` (256), `gate_hold` (0.1)."""

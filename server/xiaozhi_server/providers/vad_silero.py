@@ -29,7 +29,7 @@ import queue
 import threading
 
 from .registry import register
-from .vad_gate import GateConfig, energies
+from .vad_gate import GATE_OPTIONS, GateConfig, energies
 
 STATE_SHAPE = (2, 1, 128)
 
@@ -220,6 +220,9 @@ class VadStream:
 
 @register("vad", "silero")
 class SileroVadProvider:
+    # The config keys read here (registry.options; config.py refuses others at start).
+    OPTIONS = ("sample_rate", *GATE_OPTIONS)
+
     def __init__(self, config):
         self.sample_rate = int(config.get("sample_rate", 16000))
         if self.sample_rate not in (8000, 16000):
