@@ -38,7 +38,7 @@ def load_voice(model, model_config):
 @register("tts", "piper")
 class PiperTts(TtsProvider):
     # The config keys read here (registry.options; config.py refuses others at start).
-    OPTIONS = ("model", "model_config", "length_scale", "speaker_id")
+    OPTIONS = ("model", "model_config", "length_scale", "speaker_id", "noise_scale", "noise_w_scale")
 
     def __init__(self, config):
         super().__init__(config)
