@@ -52,7 +52,9 @@ async def test_junk_and_a_flood_on_a_devices_own_topics_write_a_few_lines(api, c
         status, d = await api.get("/api/devices/flooder")
         assert status == 200 and d["reports_dropped"] > 0
         # The flood sends more than the burst: the rest is dropped and counted.
-        assert d["reports_dropped"] <= 2000 - control_mqtt.REPORTS_BURST
+        # At least one burst gets through; the junk sent on the state topic
+        # drew from the same bucket before the flood began.
+        assert d["reports_dropped"] <= 2000 + len(JUNK) - control_mqtt.REPORTS_BURST
         lines = control_lines(caplog)
         assert len(lines) <= junk_lines + 2, [r.getMessage()[:100] for r in lines]
         # The control plane still serves the flooder too, once it is within its rate.
