@@ -12,6 +12,7 @@ import asyncio
 
 import aiomqtt
 
+from xiaozhi_server.control.mqtt import settle
 from xiaozhi_server import protocol as proto
 
 
@@ -74,6 +75,7 @@ class MqttDevice:
             await self._client.__aexit__(None, None, None)
         except aiomqtt.MqttError:
             pass
+        settle(self._client)
 
     async def _read(self):
         async for message in self._client.messages:

@@ -72,6 +72,16 @@ def report_of(topic):
     return parts[4], parts[2]
 
 
+
+def settle(client):
+    """Mark a lost connection's error as seen. aiomqtt keeps an unexpected
+    disconnect as a future's exception and, when its context is then left,
+    never reads it: asyncio would log "Future exception was never retrieved"
+    after every outage. (A private attribute: aiomqtt offers no public one.)"""
+    lost = getattr(client, "_disconnected", None)
+    if lost is not None and lost.done() and not lost.cancelled():
+        lost.exception()
+
 class MqttLink:
     def __init__(self, host, port, username=None, password=None, on_report=None, on_connect=None,
                  backoff_first_s=0.2, backoff_max_s=5.0, keepalive_s=30, log_interval_s=10.0,
@@ -141,10 +151,11 @@ class MqttLink:
         kicks = 0
         while True:
             up_at = None
+            client = aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
+                                    keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
+                                    transport=self.transport, tls_context=self.tls_context, **self._session())
             try:
-                async with aiomqtt.Client(self.host, self.port, username=self.username, password=self.password,
-                                          keepalive=self.keepalive_s, timeout=PUBLISH_TIMEOUT_S,
-                                          transport=self.transport, tls_context=self.tls_context, **self._session()) as client:
+                async with client:
                     self._disconnect_rc = None
                     self._note_disconnects(client)
                     up_at = self.clock()
@@ -184,6 +195,7 @@ class MqttLink:
             finally:
                 self.connected.clear()
                 self._client = None
+                settle(client)
             await asyncio.sleep(self.backoff.next_ms() / 1000)
 
     def _note_disconnects(self, client):

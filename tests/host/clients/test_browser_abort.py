@@ -29,6 +29,7 @@ class Recorder(logging.Handler):
 
 
 async def test_typing_over_replies_leaves_no_unretrieved_task(fake_llm, start_server):
+    gc.collect()   # earlier tests' leftovers in this process are theirs, not this session's
     rec = Recorder()
     logging.getLogger().addHandler(rec)
     try:
