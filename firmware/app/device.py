@@ -328,10 +328,16 @@ class Device:
             # Nothing listens there: the server may be gone, or draining
             # (docs/deploy.md); OTA names the one to use now.
             old = self.ws_url
-            from app.boot import ota
-            await ota.configure(self, _REASK_OTA_MS)
-            for name in heap.AFTER_BOOT:
-                heap.forget(name)
+            try:
+                from app.boot import ota
+                await ota.configure(self, _REASK_OTA_MS)
+            except MemoryError:
+                # No room for the OTA client now (a lesson plays): the
+                # next attempt asks again; the state must not stay connecting.
+                _log.warn("no memory to ask OTA: %s stays", old)
+            finally:
+                for name in heap.AFTER_BOOT:
+                    heap.forget(name)
             if self.ws_url != old:
                 _log.info("OTA moved us to %s", self.ws_url)
                 ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
@@ -464,11 +470,17 @@ class Device:
         try:
             for _ in range(self.retry_attempts):
                 await self.board.clock.sleep_ms(self.backoff.next_ms())
-                async with self._busy:
-                    if self.channel.is_open():
-                        return
-                    if await self._ensure_channel():
-                        return
+                try:
+                    async with self._busy:
+                        if self.channel.is_open() or await self._ensure_channel():
+                            return
+                except Exception as e:
+                    # Whatever one attempt met (a heap short for a moment
+                    # included), the next one comes after the backoff.
+                    _log.error("reconnect attempt failed: %r", e)
+                    gc.collect()
+                    if not self.channel.is_open():
+                        self.state.go_idle()
         finally:
             self._retry = None
 
