@@ -221,15 +221,29 @@ class Device:
         voice = self.board.voice
         while True:
             kind, text = await voice.next_event()
-            if kind == "wake":
-                await self.on_wake(text)
-            else:
-                await self.entry.on_phrase(text)
+            try:
+                if kind == "wake":
+                    await self.on_wake(text)
+                else:
+                    await self.entry.on_phrase(text)
+            except Exception as e:
+                # One wake that failed (a heap short for a moment) must not
+                # leave the board deaf to the next.
+                self._failed("wake word or phrase", e)
 
     async def _button_loop(self):
         while True:
             await self._button.wait()
-            await self.on_button()
+            try:
+                await self.on_button()
+            except Exception as e:
+                self._failed("button", e)
+
+    def _failed(self, what, e):
+        _log.error("%s failed: %r", what, e)
+        gc.collect()
+        if not self.channel.is_open():
+            self.state.go_idle()
 
     # ---- user actions ----
 
@@ -477,10 +491,7 @@ class Device:
                 except Exception as e:
                     # Whatever one attempt met (a heap short for a moment
                     # included), the next one comes after the backoff.
-                    _log.error("reconnect attempt failed: %r", e)
-                    gc.collect()
-                    if not self.channel.is_open():
-                        self.state.go_idle()
+                    self._failed("reconnect attempt", e)
         finally:
             self._retry = None
 
