@@ -15,6 +15,7 @@ import time
 import asyncio
 import proto
 import t
+import ws
 from app.voice.channel import Channel, Identity
 
 _MP = sys.implementation.name == "micropython"
@@ -56,12 +57,17 @@ async def _serve(served):
         accept = binascii.b2a_base64(hashlib.sha1(key + _GUID).digest()).strip()
         writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                      b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
-        head = await reader.readexactly(2)           # the device's hello, masked
-        n = head[1] & 0x7F
-        if n == 126:
-            b = await reader.readexactly(2)
-            n = (b[0] << 8) | b[1]
-        await reader.readexactly(4 + n)
+        try:
+            head = await reader.readexactly(2)       # the device's hello, masked
+            n = head[1] & 0x7F
+            if n == 126:
+                b = await reader.readexactly(2)
+                n = (b[0] << 8) | b[1]
+            await reader.readexactly(4 + n)
+        except (EOFError, OSError):                  # the client went away first
+            writer.close()
+            await writer.wait_closed()
+            return
         served.append(1)
         writer.write(_frame(proto.encode(proto.hello_server("s%d" % len(served), {
             "format": "opus", "sample_rate": 24000, "channels": 1, "frame_duration": 60}))))
@@ -143,6 +149,37 @@ async def test_a_connect_on_a_full_heap_fails_cleanly_and_the_next_one_connects(
     finally:
         srv.close()
         await srv.wait_closed()
+
+
+async def test_a_newer_connection_takes_the_buffers_and_the_older_counts_as_closed():
+    """One Buffers serves one connection at a time: once a newer connect
+    has them, the older never reads into them again (it is closed)."""
+    bufs = ws.Buffers(1024)
+    served = []
+    srv = await _serve(served)
+    try:
+        old = await ws.connect(URL, None, 5000, buffers=bufs)
+        new = await ws.connect(URL, None, 5000, buffers=bufs)
+        t.true(bufs.owner is new and new.max_size == 1024, "the newer one uses them")
+        t.raises(ws.ConnectionClosed, _sync, old.recv())
+        t.true(old.closed, "the older is closed")
+        await new.send_text('{"type":"hello"}')
+        kind, text = await new.recv()
+        t.eq((kind, proto.decode_json(text)["type"]), (ws.TEXT, "hello"))
+        await old.close()
+        await new.close()
+    finally:
+        srv.close()
+        await srv.wait_closed()
+
+
+def _sync(coro):
+    """Run a coroutine that finishes without waiting (its first step)."""
+    try:
+        coro.send(None)
+    except StopIteration as e:
+        return e.value
+    raise AssertionError("it waited")
 
 
 def _fill():
