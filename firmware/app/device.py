@@ -221,15 +221,29 @@ class Device:
         voice = self.board.voice
         while True:
             kind, text = await voice.next_event()
-            if kind == "wake":
-                await self.on_wake(text)
-            else:
-                await self.entry.on_phrase(text)
+            try:
+                if kind == "wake":
+                    await self.on_wake(text)
+                else:
+                    await self.entry.on_phrase(text)
+            except Exception as e:
+                # One wake that failed (a heap short for a moment) must not
+                # leave the board deaf to the next.
+                self._failed("wake word or phrase", e)
 
     async def _button_loop(self):
         while True:
             await self._button.wait()
-            await self.on_button()
+            try:
+                await self.on_button()
+            except Exception as e:
+                self._failed("button", e)
+
+    def _failed(self, what, e):
+        _log.error("%s failed: %r", what, e)
+        gc.collect()
+        if not self.channel.is_open():
+            self.state.go_idle()
 
     # ---- user actions ----
 
@@ -328,10 +342,16 @@ class Device:
             # Nothing listens there: the server may be gone, or draining
             # (docs/deploy.md); OTA names the one to use now.
             old = self.ws_url
-            from app.boot import ota
-            await ota.configure(self, _REASK_OTA_MS)
-            for name in heap.AFTER_BOOT:
-                heap.forget(name)
+            try:
+                from app.boot import ota
+                await ota.configure(self, _REASK_OTA_MS)
+            except MemoryError:
+                # No room for the OTA client now (a lesson plays): the
+                # next attempt asks again; the state must not stay connecting.
+                _log.warn("no memory to ask OTA: %s stays", old)
+            finally:
+                for name in heap.AFTER_BOOT:
+                    heap.forget(name)
             if self.ws_url != old:
                 _log.info("OTA moved us to %s", self.ws_url)
                 ok = await self.channel.open(self.ws_url, self.token, self.version, hello)
@@ -464,11 +484,14 @@ class Device:
         try:
             for _ in range(self.retry_attempts):
                 await self.board.clock.sleep_ms(self.backoff.next_ms())
-                async with self._busy:
-                    if self.channel.is_open():
-                        return
-                    if await self._ensure_channel():
-                        return
+                try:
+                    async with self._busy:
+                        if self.channel.is_open() or await self._ensure_channel():
+                            return
+                except Exception as e:
+                    # Whatever one attempt met (a heap short for a moment
+                    # included), the next one comes after the backoff.
+                    self._failed("reconnect attempt", e)
         finally:
             self._retry = None
 

@@ -52,14 +52,17 @@ def set_output(stream):
 def emit(level, tag, msg, args):
     if level > _level[0]:
         return
-    if args:
-        try:
-            msg = msg % args
-        except (TypeError, ValueError):
-            msg = "%s %r" % (msg, args)
-    line = "%s (%d) %s: %s\n" % (_LETTER[level], _ms(), tag, msg)
-    out = _out[0] or sys.stdout
-    out.write(line)
+    try:
+        if args:
+            try:
+                msg = msg % args
+            except (TypeError, ValueError):
+                msg = "%s %r" % (msg, args)
+        line = "%s (%d) %s: %s\n" % (_LETTER[level], _ms(), tag, msg)
+        out = _out[0] or sys.stdout
+        out.write(line)
+    except MemoryError:
+        pass    # a heap too short for the line loses it: logging never fails its caller
 
 
 class Logger:

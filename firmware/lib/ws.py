@@ -1,6 +1,8 @@
 # asyncio WebSocket client (RFC 6455) for MicroPython and CPython.
 #
 #   conn = await ws.connect("ws://host:8000/xiaozhi/v1/", headers, timeout_ms=10000)
+#   bufs = ws.Buffers(8192)            # once, at boot: every connect reuses them
+#   conn = await ws.connect(url, headers, buffers=bufs)
 #   await conn.send_text('{"type":"hello"}')
 #   await conn.send_binary(opus_frame)
 #   kind, data = await conn.recv()     # TEXT -> str, BINARY -> memoryview,
@@ -16,7 +18,11 @@
 # `closed` is True and every call raises ConnectionClosed.
 #
 # Memory: the header, mask, control and send buffers and one receive buffer
-# of `max_size` bytes are allocated once per connection. A BINARY message is
+# of `max_size` bytes (a Buffers) are allocated once per connection, or
+# never when connect() is handed a Buffers made at boot: a device that
+# reconnects for days then needs no large block from a heap its life has
+# fragmented (one connection at a time uses a Buffers: a newer connect
+# takes it over, and the older connection counts as closed). A BINARY message is
 # returned as a memoryview into that receive buffer, valid only until the
 # next recv(): copy it (bytes(data)) to keep it. On MicroPython frames are
 # read with readinto(), so receiving allocates nothing per binary frame.
@@ -134,15 +140,16 @@ else:
 
 
 async def connect(url, headers=None, timeout_ms=10000, max_size=DEFAULT_MAX_SIZE,
-                  ssl_context=None, server_hostname=None):
-    """Open a connection; HandshakeError on refusal or timeout."""
+                  ssl_context=None, server_hostname=None, buffers=None):
+    """Open a connection; HandshakeError on refusal or timeout. With
+    `buffers` (a Buffers) the connection uses them and its max_size."""
     secure, host, port, path = parse_url(url)
     headers = headers or {}
     for name, value in headers.items():
         value = str(value)
         if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
             raise ValueError("bad header %r" % name)
-    conn = WebSocket(max_size)
+    conn = WebSocket(max_size, buffers)
     try:
         await _wait_ms(conn._open(secure, host, port, path, headers,
                                   ssl_context, server_hostname), timeout_ms)
@@ -165,25 +172,42 @@ async def connect(url, headers=None, timeout_ms=10000, max_size=DEFAULT_MAX_SIZE
     return conn
 
 
-class WebSocket:
+class Buffers:
+    """What one connection reads and writes through, for a message of up to
+    max_size bytes; made once and handed to each connect in turn."""
+
     def __init__(self, max_size=DEFAULT_MAX_SIZE):
         self.max_size = max_size
+        self.owner = None          # the connection using them now
+        self.rbuf = bytearray(max_size)   # first, the one large block
+        self.rbuf_mv = memoryview(self.rbuf)
+        self.hdr = bytearray(14)
+        self.hdr_mv = memoryview(self.hdr)
+        self.mask = bytearray(4)
+        self.sbuf = bytearray(_CHUNK)
+        self.sbuf_mv = memoryview(self.sbuf)
+        self.small = bytearray(8)  # frame header bytes being read
+        self.small_mv = memoryview(self.small)
+        self.ctrl = bytearray(125)
+        self.ctrl_mv = memoryview(self.ctrl)
+
+
+class WebSocket:
+    def __init__(self, max_size=DEFAULT_MAX_SIZE, buffers=None):
+        b = buffers if buffers is not None else Buffers(max_size)
+        b.owner = self
+        self._bufs = b
+        self.max_size = b.max_size
         self.closed = False
         self.close_code = None
         self.close_reason = ""
         self._reader = self._writer = None
         self._closing = None   # a writer closed but not yet waited for
-        self._hdr = bytearray(14)
-        self._hdr_mv = memoryview(self._hdr)
-        self._mask = bytearray(4)
-        self._sbuf = bytearray(_CHUNK)
-        self._sbuf_mv = memoryview(self._sbuf)
-        self._small = bytearray(8)  # frame header bytes being read
-        self._small_mv = memoryview(self._small)
-        self._ctrl = bytearray(125)
-        self._ctrl_mv = memoryview(self._ctrl)
-        self._rbuf = bytearray(max_size)
-        self._rbuf_mv = memoryview(self._rbuf)
+        self._hdr, self._hdr_mv, self._mask = b.hdr, b.hdr_mv, b.mask
+        self._sbuf, self._sbuf_mv = b.sbuf, b.sbuf_mv
+        self._small, self._small_mv = b.small, b.small_mv
+        self._ctrl, self._ctrl_mv = b.ctrl, b.ctrl_mv
+        self._rbuf, self._rbuf_mv = b.rbuf, b.rbuf_mv
         self._wlock = asyncio.Lock()
         self._close_sent = False
         self._reading = False
@@ -273,8 +297,15 @@ class WebSocket:
         # send at once; our buffers are reused, so hand them a copy there.
         self._writer.write(mv if _MP else bytes(mv))
 
+    def _gone(self):
+        # Closed, or its Buffers taken over by a newer connection (which
+        # this one must not write into): nothing more goes through it.
+        if self._bufs.owner is not self and not self.closed:
+            self.shutdown(CLOSE_ABNORMAL, "buffers taken by a newer connection")
+        return self.closed
+
     async def _send_frame(self, opcode, payload):
-        if self.closed:
+        if self._gone():
             raise ConnectionClosed("connection is closed")
         n = len(payload)
         h = self._hdr
@@ -342,7 +373,7 @@ class WebSocket:
     # ---- receiving ----
     async def recv(self):
         """The next message: (TEXT, str), (BINARY, memoryview) or (CLOSE, (code, reason))."""
-        if self.closed:
+        if self._gone():
             raise ConnectionClosed("connection is closed")
         self._reading = True
         try:

@@ -13,6 +13,8 @@ following nextCursor to the end), and lets a test drive the rest.
         await conn.send_json(proto.tts("start", conn.session_id))
         await conn.send_garbage_frame()          # a frame no client may accept
         await conn.wait_json("listen", state="start")
+        await srv.kill()                         # its process dies: connections cut, port closed
+        await srv.revive()                       # another one, on a new port the OTA answer names
 
 Every message the device sends is kept (conn.received) with its arrival
 time; binary frames are kept in conn.audio.
@@ -170,9 +172,7 @@ class WireServer:
         self.server_time_ms = 1_700_000_000_000
 
     async def __aenter__(self):
-        self._ws = await serve(self._handler, "127.0.0.1", 0)
-        port = self._ws.sockets[0].getsockname()[1]
-        self.ws_url = "ws://127.0.0.1:%d/xiaozhi/v1/" % port
+        await self.revive()
         app = web.Application()
         app.router.add_post("/xiaozhi/ota/", self._ota)
         self._http = web.AppRunner(app, access_log=None)
@@ -183,9 +183,26 @@ class WireServer:
         return self
 
     async def __aexit__(self, *exc):
-        self._ws.close()
-        await self._ws.wait_closed()
+        if self._ws is not None:
+            self._ws.close()
+            await self._ws.wait_closed()
         await self._http.cleanup()
+
+    async def kill(self):
+        """As when the server process is killed -9: every connection is cut
+        without a Close frame and nothing listens on its port any more
+        (the OTA answer still names it until revive())."""
+        ws, self._ws = self._ws, None
+        ws.close(close_connections=False)
+        for conn in self.connections:
+            conn.ws.transport.abort()
+        await ws.wait_closed()
+
+    async def revive(self):
+        """A server on a new port (another node); OTA answers name it."""
+        self._ws = await serve(self._handler, "127.0.0.1", 0)
+        port = self._ws.sockets[0].getsockname()[1]
+        self.ws_url = "ws://127.0.0.1:%d/xiaozhi/v1/" % port
 
     async def _ota(self, request):
         self.ota_calls.append((dict(request.headers), await request.json()))

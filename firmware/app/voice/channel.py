@@ -33,7 +33,6 @@ except ImportError:  # CPython
 DEAD_AFTER_MS = const(120000)   # nothing received for this long: the link is dead
 CONNECT_TIMEOUT_MS = const(10000)
 MAX_MESSAGE = const(8192)       # biggest message accepted (an mcp call, a subtitle)
-_RESERVE = const(9216)          # MAX_MESSAGE + room for the small allocations of a connect
 FIRST_CALL_ID = const(1000000)  # our request ids, far from the server's own
 
 _log = log.get("proto")
@@ -66,17 +65,13 @@ class Channel:
         self.last_rx = 0
         self.close_reason = None
         self.refusal = None              # why the server's certificate was refused
-        self._reserve = None
-        self._keep_block()
+        # Every connection's buffers, made here at boot while the heap has
+        # large blocks: hours of a lesson leave none of MAX_MESSAGE free,
+        # and a connect must not need one (mqtt_as: nothing allocated anew
+        # per reconnect that a fragmented heap could refuse).
+        self._bufs = ws.Buffers(MAX_MESSAGE)
         self._calls = {}                 # our request id -> [Event, reply]
         self._call_id = FIRST_CALL_ID
-
-    def _keep_block(self):
-        gc.collect()
-        try:
-            self._reserve = bytearray(_RESERVE)
-        except MemoryError:
-            self._reserve = None
 
     def is_open(self):
         return self._conn is not None and not self._conn.closed
@@ -92,34 +87,35 @@ class Channel:
         """Connect and exchange hello; True when the server answered in time."""
         self.version = version
         self.close_reason = None
-        headers = self.headers(token, version)
-        # The connection's receive buffer needs one contiguous MAX_MESSAGE
-        # block, which a small fragmented heap may not have: hand it the
-        # block reserved while the heap was young.
-        self._reserve = None
-        gc.collect()
+        gc.collect()     # what the last connection left, before the next one needs it
         try:
-            conn = await ws.connect(url, headers, timeout_ms=CONNECT_TIMEOUT_MS,
-                                    max_size=MAX_MESSAGE)
+            conn = await ws.connect(url, self.headers(token, version), timeout_ms=CONNECT_TIMEOUT_MS,
+                                    buffers=self._bufs)
+        except MemoryError:      # first: matching a tuple of classes allocates
+            # The heap is short for a moment (a reply, a lesson): this
+            # connect fails, the device's retry goes on.
+            self.close_reason = "no_memory"
+            gc.collect()
+            _log.warn("no memory to connect to %s", url)
+            return False
         except ws.CertificateRefused as e:
             # Not the server we trust: no hello, no plain retry, no OTA re-ask
             # (the device says so aloud: app/device.py).
             _log.error("%s", e)
             self.close_reason = "untrusted"
             self.refusal = e.reason
-            self._keep_block()
             return False
         except (ws.WSError, OSError, ValueError) as e:
             _log.warn("cannot connect to %s: %s", url, e)
             self.close_reason = "unreachable"    # the device asks OTA again (app/device.py)
-            self._keep_block()
             return False
         self._conn = conn
         try:
             await self._send_text(proto.encode(hello))
             got = await self._await_hello(hello_timeout_ms)
-        except (ws.WSError, OSError) as e:
-            _log.warn("hello failed: %s", e)
+        except (ws.WSError, OSError, MemoryError) as e:
+            gc.collect()
+            _log.warn("hello failed: %r", e)
             got = False
         if not got:
             _log.warn("no server hello within %d ms", hello_timeout_ms)
@@ -151,8 +147,8 @@ class Channel:
                     if msg["type"] == "hello" and msg.get("transport") == "websocket":
                         result.append(msg)
                         return
-            except (ws.WSError, OSError):
-                return
+            except (ws.WSError, OSError, MemoryError):
+                return       # no hello: open() says so
             finally:
                 done.set()
 
@@ -240,8 +236,6 @@ class Channel:
         except Exception:
             conn.shutdown(ws.CLOSE_ABNORMAL)
         self.close_reason = reason
-        conn = None
-        self._keep_block()  # the old receive buffer's block, for the next connect
         _log.info("channel closed: %s", reason)
         for slot in self._calls.values():
             slot[0].set()   # no answer will come: the caller sees None

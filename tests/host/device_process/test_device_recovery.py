@@ -6,7 +6,7 @@ import pytest
 
 from testkit.wire_server import WireServer
 from xiaozhi_server import protocol as proto
-from test_device_wire import opus_reply
+from test_device_wire import opus_reply, tool_value
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -92,4 +92,39 @@ async def test_wake_word_carries_its_level_and_a_servers_goodbye_sends_the_board
         await conn.close()
         await fw.wait_event("state", state="idle", since=since)
         assert not fw.find("state", state="speaking", since=since)
+        await fw.stop()
+
+
+@pytest.mark.timeout(180)
+async def test_a_lesson_playing_board_reconnects_each_time_its_server_is_killed(launch):
+    """The board plays an SD lesson when its server is killed -9, three
+    times: each time it fails to connect while nothing listens, asks OTA
+    again, and reconnects to the server OTA names, the lesson playing on
+    throughout (on the 256 KB heap a new connection must still find its
+    buffers however long the lesson has played)."""
+    async with WireServer() as srv:
+        fw = await launch(srv, speed=1, reconnect={"attempts": 100, "first_ms": 300, "max_ms": 1000})
+        conn = await _connected(srv)
+        reply = await conn.call_tool("self.mp3.play", {"name": "lesson1.mp3", "repeat": 100})
+        assert tool_value(reply) == {"accepted": True, "status": "playing"}
+        await fw.wait_event("player", state="playing")
+        for _ in range(3):
+            since = fw.mark()
+            await srv.kill()
+            await fw.wait_event("channel", state="closed", since=since)
+            # Nothing listens: the board fails, asks OTA (which still names
+            # the dead port) and keeps trying; twice, so a failed connect is
+            # seen to leave the board able to connect again.
+            failed = since
+            for _ in range(2):
+                await fw.wait_event("error", message="cannot reach the server", since=failed)
+                failed = fw.mark()
+            await srv.revive()
+            conn = await srv.next_connection()
+            await asyncio.wait_for(conn.mcp_ready, 10)
+            await fw.wait_event("channel", state="open", since=since)
+            assert fw.find("player", state="playing") and not fw.find("player", state="stopped")
+        status = tool_value(await conn.call_tool("self.mp3.get_status", {}))
+        assert status["state"] == "playing" and status["name"] == "lesson1.mp3", status
+        assert not fw.find("player", state="done")
         await fw.stop()
