@@ -28,12 +28,11 @@ end of speech), `extra` (merged into the request's `request` object).
 """
 import asyncio
 import logging
-import os
 import uuid
 
-from . import volc_frames as vf
-from .asr_base import SAMPLE_RATE, AsrError, AsrStream, StreamingAsr
-from .registry import register
+from .. import volc_frames as vf
+from .base import SAMPLE_RATE, AsrError, AsrStream, StreamingAsr
+from ..registry import register
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +41,6 @@ BIGMODEL_URL = "wss://openspeech.bytedance.com/api/v3/sauc/bigmodel"
 SUCCESS = 1000          # classic results' code
 AUTH_CODES = (1002,)    # classic: no access (bad token, appid or cluster)
 _END = object()
-
-
-def volc_token(config, default_env):
-    """The access token from the config or the environment (never logged)."""
-    return config.get("token") or os.environ.get(config.get("token_env") or default_env) or ""
 
 
 @register("asr", "volcengine")
@@ -59,7 +53,7 @@ class VolcengineAsr(StreamingAsr):
         self.config = config
         self.name = config.get("name") or "volcengine"
         self.appid = str(config.get("appid") or "")
-        self.token = volc_token(config, "XIAOZHI_VOLC_TOKEN")
+        self.token = vf.volc_token(config, "XIAOZHI_VOLC_TOKEN")
         self.cluster = config.get("cluster")
         self.resource_id = config.get("resource_id")
         if not self.appid or not (self.cluster or self.resource_id):

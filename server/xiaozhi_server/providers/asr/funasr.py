@@ -38,9 +38,9 @@ import os
 import ssl as ssl_lib
 import uuid
 
-from .asr_base import AsrError, AsrStream, StreamingAsr
-from .registry import register
-from .ws_log import connection_logger
+from .base import AsrError, AsrStream, StreamingAsr
+from ..registry import register
+from ..ws_log import connection_logger
 
 log = logging.getLogger(__name__)
 _WS_LOG = connection_logger("funasr")   # the bearer token stays out of websockets' DEBUG lines
@@ -244,7 +244,7 @@ class FunAsrStream(AsrStream):
         if mode in ("2pass-online", "online"):
             self._online += text
         elif mode in ("2pass-offline", "offline"):
-            self.streamed = self.partial   # what the streaming pass had said (asr_base.AsrStream)
+            self.streamed = self.partial   # what the streaming pass had said (asr.base.AsrStream)
             self._segments += text   # the corrected segment replaces its streaming pieces
             self._online = ""
         else:
