@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from xiaozhi_server.providers.audio import AudioChunk
-from xiaozhi_server.providers.tts_base import TtsProvider
+from xiaozhi_server.providers.tts.base import TtsProvider
 
 PIPER_RATE = 22050   # a typical provider rate, so resampling stays in the measured path
 

@@ -8,7 +8,7 @@ turn-taking figures measure the detector against it.
 import numpy as np
 
 from xiaozhi_server.audio.resample import resample_once
-from xiaozhi_server.providers.tts_piper import _default_model, load_voice
+from xiaozhi_server.providers.tts.piper import _default_model, load_voice
 
 RATE = 16000
 ENERGY_WINDOW = 160      # 10 ms at 16 kHz

@@ -25,8 +25,8 @@ import numpy as np
 
 from xiaozhi_server.audio.resample import resample_once
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers import asr_whisper as aw
-from xiaozhi_server.providers.asr_whisper import decode_window, load_model, token_budget
+from xiaozhi_server.providers.asr import whisper as aw
+from xiaozhi_server.providers.asr.whisper import decode_window, load_model, token_budget
 
 from .concurrency import rss_mb
 from .report import Figure

@@ -317,7 +317,7 @@ def provider_keys(section: str, value: dict) -> set[str] | None:
     assert isinstance(default, dict)
     type_name = value.get("type", default.get("type"))
     # An llm section without a type is openai or none, chosen by the
-    # environment (providers/llm_none.choose_llm): the keys of either.
+    # environment (providers/llm/none.py, choose_llm): the keys of either.
     names = [type_name] if type_name else ["openai", "none"]
     if not all(isinstance(name, str) for name in names):
         return None     # create() says what a type must be

@@ -7,7 +7,7 @@ every session. The native libraries release the GIL, so threads give real
 parallelism on the machine's cores.
 
 Work is split so that reply audio never queues behind the rest (what the
-devices send is decoded and judged in the VAD thread, see vad_silero):
+devices send is decoded and judged in the VAD thread, see providers/vad/silero.py):
 
 - `run_blocking` (the general pool): providers' own work, ASR and TTS
   synthesis, which may take a second per call;

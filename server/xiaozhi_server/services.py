@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 from .pipeline.safety import lexicon
-from .providers.llm_none import choose_llm
+from .providers.llm.none import choose_llm
 from .providers.registry import create
 from .runtime.runtime import load_registry
 from .text.lines import Lines

@@ -133,3 +133,21 @@ def test_session_keeps_the_connection_only():
     and do of it, in whichever process (view.py)."""
     files = sorted(p.name for p in (PACKAGE / "session").glob("*.py"))
     assert files == ["__init__.py", "refusal.py", "session.py", "view.py"], files
+
+
+def test_provider_kinds_stand_apart():
+    """providers/ has a folder per kind (asr/, tts/, llm/, vad/), each with
+    its shared base beside its providers. A kind imports its own folder and
+    what all kinds share at providers/'s top (registry, the Protocols, audio
+    helpers, the Volcengine framing), never another kind: a voice that needs
+    something of a recognizer means that thing belongs at the top."""
+    providers = PACKAGE / "providers"
+    kinds = sorted(p.name for p in providers.iterdir() if (p / "__init__.py").exists())
+    assert kinds == ["asr", "llm", "tts", "vad"], kinds
+    crossing = []
+    for kind in kinds:
+        for path in sorted((providers / kind).rglob("*.py")):
+            for mod in _imports(path):
+                if mod[:2] == [NAME, "providers"] and len(mod) > 2 and mod[2] in kinds and mod[2] != kind:
+                    crossing.append("%s imports %s" % (path.relative_to(PACKAGE), ".".join(mod)))
+    assert not crossing, "\n".join(crossing)

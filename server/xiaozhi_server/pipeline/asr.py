@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..providers.asr_base import AsrError, AsrStream, PartialCallback, open_stream
+from ..providers.asr.base import AsrError, AsrStream, PartialCallback, open_stream
 from ..text.simplified import simplified, wanted
 
 if TYPE_CHECKING:

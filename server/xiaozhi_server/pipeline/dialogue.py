@@ -27,7 +27,7 @@ from .segmenter import SentenceSegmenter
 if TYPE_CHECKING:
     from ..mcp.tools import Policy, ToolTable
     from ..providers.base import LlmProvider
-    from ..providers.llm_events import LlmError
+    from ..providers.llm.events import LlmError
 
 log = logging.getLogger(__name__)
 

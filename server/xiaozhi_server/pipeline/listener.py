@@ -44,7 +44,7 @@ from .turn_words import CommitSilence, same_words
 from ..pools import run_blocking
 
 if TYPE_CHECKING:
-    from ..providers.asr_base import AsrStream
+    from ..providers.asr.base import AsrStream
     from ..providers.base import VadProvider
     from .asr import Transcriber
 

@@ -3,14 +3,14 @@
 Providers are duck-typed and registered by name (registry.py): these
 Protocols write down the calls the session, listener and speaker make, so
 a new adapter knows what to offer and mypy checks the callers. TTS has a
-real base class (tts_base.TtsProvider) because it shares code. Anything a
+real base class (tts.base.TtsProvider) because it shares code. Anything a
 provider may also offer is looked up with getattr: `warm_up()` (load now,
 services.warm_up), an LLM's `configured` (False = the "no model" line).
 
 ASR comes in two shapes: every provider transcribes a whole utterance
 (AsrProvider); a streaming one also opens a stream per utterance that takes
-audio while the child speaks (StreamingAsrProvider). asr_base.open_stream
-gives any provider the stream shape and asr_base.StreamingAsr gives a
+audio while the child speaks (StreamingAsrProvider). asr.base.open_stream
+gives any provider the stream shape and asr.base.StreamingAsr gives a
 streaming one the batch shape, so callers pick the shape they need.
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Protocol, Sequence, Union
 
 from .audio import AudioChunk, TextOnly
-from .llm_events import Done, LlmError, TextDelta, ToolCall
+from .llm.events import Done, LlmError, TextDelta, ToolCall
 
-# What LlmProvider.stream_chat yields (llm_events.py says in which order).
+# What LlmProvider.stream_chat yields (llm/events.py says in which order).
 LlmEvent = Union[TextDelta, ToolCall, Done, LlmError]
 
 
@@ -31,9 +31,9 @@ class AsrProvider(Protocol):
 
 
 class AsrStreamLike(Protocol):
-    """One utterance's recognition (asr_base.AsrStream): push audio while the
+    """One utterance's recognition (asr.base.AsrStream): push audio while the
     child speaks, read `partial`, then `finish()` for the final text. push
-    never raises for the service; finish raises asr_base.AsrError."""
+    never raises for the service; finish raises asr.base.AsrError."""
 
     partial: str
 
@@ -88,8 +88,8 @@ class LlmProvider(Protocol):
 
 
 class TtsLike(Protocol):
-    """What the speaker calls: tts_base.TtsProvider and its subclasses. A
-    TextOnly is a piece no voice could speak (tts_fallback)."""
+    """What the speaker calls: tts.base.TtsProvider and its subclasses. A
+    TextOnly is a piece no voice could speak (tts.fallback)."""
 
     def stream(self, text: str, voice: str | None = None) -> AsyncIterator[AudioChunk | TextOnly]:
         ...

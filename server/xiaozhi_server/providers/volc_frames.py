@@ -1,5 +1,5 @@
 """Volcengine (Doubao) speech services' binary WebSocket framing, shared by
-their streaming ASR and TTS (asr_volcengine, tts_volcengine).
+their streaming ASR and TTS (asr/volcengine.py, tts/volcengine.py).
 
 Every message is one binary WebSocket frame (integers big-endian):
 
@@ -17,6 +17,7 @@ message of its direction (its sequence, when present, is negative).
 """
 import gzip
 import json
+import os
 import struct
 
 from .ws_log import connection_logger
@@ -37,6 +38,12 @@ NO_COMPRESSION, GZIP = 0, 1
 
 # The connections' logger: no handshake header (the token) at any level.
 WS_LOG = connection_logger("volcengine")
+
+
+def volc_token(config, default_env):
+    """The access token from the config or the environment (never logged).
+    Here, beside the framing, because the ASR and the TTS read it alike."""
+    return config.get("token") or os.environ.get(config.get("token_env") or default_env) or ""
 
 
 class FrameError(ValueError):

@@ -6,7 +6,7 @@ import asyncio
 from testkit import audio
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
-from xiaozhi_server.providers.tts_base import TtsError, TtsProvider
+from xiaozhi_server.providers.tts.base import TtsError, TtsProvider
 from xiaozhi_server.services import Services
 
 QUIET = {"opener_lines": {"zh": [], "en": []}}

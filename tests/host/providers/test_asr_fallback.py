@@ -10,7 +10,7 @@ from testkit import audio
 from testkit.fake_funasr import FakeFunAsr
 from testkit.local_net import unused_port
 from xiaozhi_server.providers import ProviderError, create
-from xiaozhi_server.providers.asr_base import AsrError, open_stream
+from xiaozhi_server.providers.asr.base import AsrError, open_stream
 
 SPEECH = audio.tone(220, 1800, 16000)
 

@@ -16,7 +16,7 @@ from testkit import audio
 from testkit.fake_funasr import FakeFunAsr
 from testkit.local_net import unused_port
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers.asr_base import AsrError, open_stream
+from xiaozhi_server.providers.asr.base import AsrError, open_stream
 
 SPEECH = audio.tone(220, 2400, 16000)   # 2.4 s: four 600 ms chunks
 PIECE = 1920                            # 60 ms, as the listener gets audio

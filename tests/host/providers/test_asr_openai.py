@@ -14,7 +14,7 @@ from aiohttp import web
 from testkit import audio
 from testkit.local_net import serve, unused_port
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers.asr_base import AsrError, open_stream
+from xiaozhi_server.providers.asr.base import AsrError, open_stream
 
 KEY = "sk-test-secret-4711"
 

@@ -4,7 +4,8 @@ import asyncio
 import pytest
 
 from testkit import audio
-from xiaozhi_server.providers import asr_whisper, create
+from xiaozhi_server.providers import create
+from xiaozhi_server.providers.asr import whisper as asr_whisper
 
 
 @pytest.fixture(scope="module")

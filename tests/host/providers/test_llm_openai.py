@@ -7,8 +7,8 @@ from openai import OpenAI
 
 from testkit.fake_llm import FakeLLM
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers.llm_none import choose_llm
-from xiaozhi_server.providers.llm_sse import sse_data
+from xiaozhi_server.providers.llm.none import choose_llm
+from xiaozhi_server.providers.llm.sse import sse_data
 
 TOOLS = [
     {"type": "function", "function": {"name": "self_audio_speaker_set_volume", "description": "set volume",

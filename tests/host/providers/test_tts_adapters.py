@@ -8,7 +8,7 @@ from testkit import audio
 from testkit.local_net import serve
 from xiaozhi_server.providers import ProviderUnavailable, create
 from xiaozhi_server.text.split import split_for_limit
-from xiaozhi_server.providers.tts_base import TtsError, TtsProvider
+from xiaozhi_server.providers.tts.base import TtsError, TtsProvider
 
 
 @pytest.fixture

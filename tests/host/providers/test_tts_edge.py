@@ -12,7 +12,7 @@ from testkit import audio
 from testkit.fake_edge_tts import CLIENT_TOKEN, TONE_HZ, FakeEdgeTts
 from testkit.local_net import unused_port
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers.tts_base import TtsError
+from xiaozhi_server.providers.tts.base import TtsError
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ async def test_a_stall_mid_sentence_is_an_error(edge):
 
 
 def test_urls_in_messages_lose_their_query():
-    from xiaozhi_server.providers.tts_edge import scrub
+    from xiaozhi_server.providers.tts.edge import scrub
     said = scrub("403, message='Invalid response status', url='wss://speech.platform.bing.com/edge/v1"
                  "?TrustedClientToken=%s&Sec-MS-GEC=ABC123&ConnectionId=1'" % CLIENT_TOKEN)
     assert said == "403, message='Invalid response status', url='wss://speech.platform.bing.com/edge/v1'"

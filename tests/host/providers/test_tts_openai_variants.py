@@ -14,7 +14,7 @@ from testkit import audio
 from testkit.local_net import serve
 from xiaozhi_server.providers import create
 from xiaozhi_server.providers.audio_decode import WavStream, sniff
-from xiaozhi_server.providers.tts_base import TtsError
+from xiaozhi_server.providers.tts.base import TtsError
 
 HZ = 330
 

@@ -12,7 +12,7 @@ from testkit import audio
 from testkit.fake_volcengine import TONE_HZ, FakeVolcengine
 from testkit.local_net import unused_port
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers.tts_base import TtsError
+from xiaozhi_server.providers.tts.base import TtsError
 
 TOKEN = "volc-tts-secret-3"
 

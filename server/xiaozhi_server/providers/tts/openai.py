@@ -15,11 +15,11 @@ bare MP3 or AAC frame (no ID3 tag) to a pcm request is told from samples
 by its Content-Type. A
 body that is no audio (an HTML error page with status 200) is a TtsError.
 """
-from .audio import AudioChunk
-from .audio_decode import AudioFormatError, WavStream, decode_compressed, sniff
-from .registry import register
-from .tts_base import TtsError, TtsProvider
-from ..pools import run_blocking
+from ..audio import AudioChunk
+from ..audio_decode import AudioFormatError, WavStream, decode_compressed, sniff
+from ..registry import register
+from .base import TtsError, TtsProvider
+from ...pools import run_blocking
 
 FORMATS = ("pcm", "wav", "mp3", "opus", "aac", "flac")
 _COMPRESSED_TYPES = ("mpeg", "mp3", "aac", "ogg", "opus", "flac")

@@ -22,7 +22,7 @@ Errors: `push()` never waits on the network and never raises for the
 service (a stream queues its audio while it connects); everything that
 goes wrong with the service comes out of `finish()` as an `AsrError`,
 whose `reason` says what happened (see AsrError). The caller maps it to
-its fallback (providers.asr_fallback) or, with none left, to its spoken
+its fallback (providers.asr.fallback) or, with none left, to its spoken
 "I could not hear that" line.
 """
 from __future__ import annotations

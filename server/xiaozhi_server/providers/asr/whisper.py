@@ -23,9 +23,9 @@ wait on the event loop (pools.LoopSerial), not in pool threads.
 import os
 import threading
 
-from .registry import register
-from ..pools import LoopSerial
-from ..pools import run_blocking
+from ..registry import register
+from ...pools import LoopSerial
+from ...pools import run_blocking
 
 SAMPLE_RATE = 16000
 WINDOW_S = 30        # what Whisper's encoder sees at most

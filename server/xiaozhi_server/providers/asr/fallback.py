@@ -16,8 +16,8 @@ fails the chain raises an AsrError naming each failure: the pipeline's
 import logging
 import time
 
-from .asr_base import AsrError, AsrStream, StreamingAsr, open_stream
-from .registry import ProviderError, create, register
+from .base import AsrError, AsrStream, StreamingAsr, open_stream
+from ..registry import ProviderError, create, register
 
 log = logging.getLogger(__name__)
 

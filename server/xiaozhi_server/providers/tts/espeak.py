@@ -10,9 +10,9 @@ per minute, default 150), `pitch` (0-99), `binary` (default espeak-ng),
 import asyncio
 import shutil
 
-from .audio import wav_to_chunk
-from .registry import ProviderUnavailable, register
-from .tts_base import TtsError, TtsProvider
+from ..audio import wav_to_chunk
+from ..registry import ProviderUnavailable, register
+from .base import TtsError, TtsProvider
 
 
 @register("tts", "espeak")

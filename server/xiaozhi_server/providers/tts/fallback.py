@@ -13,10 +13,10 @@ words as a subtitle and nothing said is lost.
 import asyncio
 import logging
 
-from .audio import AudioChunk, TextOnly
-from .registry import ProviderError, create, register
-from ..text.split import split_for_limit
-from .tts_base import TtsProvider
+from ..audio import AudioChunk, TextOnly
+from ..registry import ProviderError, create, register
+from ...text.split import split_for_limit
+from .base import TtsProvider
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class FallbackTts(TtsProvider):
             if rate is None:
                 rate = item.rate
             if item.rate != rate:
-                from ..audio.resample import resample_once
+                from ...audio.resample import resample_once
                 pcm += resample_once(item.pcm, item.rate, rate)
             else:
                 pcm += item.pcm

@@ -33,20 +33,18 @@ the server; the runtime itself has no auth), `connect_timeout` (3 s),
 """
 import asyncio
 import json
-import logging
 import os
 import ssl as ssl_lib
 import uuid
 
-from .asr_base import AsrError, AsrStream, StreamingAsr
-from .registry import register
-from .ws_log import connection_logger
+from .base import StreamingAsr
+from ..registry import register
+from ..ws_log import connection_logger
+from .ws_stream import END, WsAsrStream
 
-log = logging.getLogger(__name__)
 _WS_LOG = connection_logger("funasr")   # the bearer token stays out of websockets' DEBUG lines
 
 MODES = ("offline", "online", "2pass")
-_END = object()
 
 
 def hotwords_json(hotwords):
@@ -121,108 +119,31 @@ class FunAsr(StreamingAsr):
         return FunAsrStream(self, on_partial)
 
 
-class FunAsrStream(AsrStream):
-    """One utterance on one connection: audio queues while it connects."""
+class FunAsrStream(WsAsrStream):
+    """One utterance on one connection (ws_stream.py): FunASR's messages."""
 
     def __init__(self, asr, on_partial=None):
-        super().__init__(on_partial)
-        self.asr = asr
+        super().__init__(asr, on_partial)
         self.wav_name = "xiaozhi-" + uuid.uuid4().hex[:12]
-        self._outbox = asyncio.Queue()
-        self._result = asyncio.get_running_loop().create_future()
         self._segments = ""      # corrected text of the segments the server closed
         self._online = ""        # streaming pieces of the segment still open
-        self._ended = False
         self._inverted = False   # the server flags is_final while the child speaks
         self._settle = None      # timer that makes an unflagged last result final
-        self._connected = asyncio.Event()
-        self._task = asyncio.create_task(self._run())
 
-    async def push(self, pcm16k):
-        if pcm16k and not self._result.done():
-            self._outbox.put_nowait(bytes(pcm16k))
-
-    async def finish(self):
-        self._outbox.put_nowait(_END)
-        # The final text is due final_timeout after the end of speech, once
-        # connected (the connection has its own connect_timeout).
-        connected = asyncio.ensure_future(self._connected.wait())
-        await asyncio.wait({connected, self._result}, return_when=asyncio.FIRST_COMPLETED)
-        connected.cancel()
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._result), self.asr.final_timeout)
-        except asyncio.TimeoutError:
-            self._fail("timeout", "no final text %.1f s after the end of speech" % self.asr.final_timeout)
-            return self._result.result()   # raises the AsrError just set
-        finally:
-            await self.cancel()   # a no-op once the final text is in
-
-    async def cancel(self):
-        r = self._result
-        if r.done() and not r.cancelled() and r.exception() is None:
-            return   # finished: the connection is closing itself
-        if not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if not r.done():
-            r.cancel()
-
-    def _fail(self, reason, detail, status=None):
-        if not self._result.done():
-            err = AsrError(self.asr.name, reason, detail, status)
-            log.debug("%s", err)   # the caller logs it once (pipeline/asr.py, the fallback chain)
-            self._result.set_exception(err)
-
-    async def _run(self):
-        from websockets.exceptions import ConnectionClosed, InvalidStatus
-        asr = self.asr
-        try:
-            ws = await asyncio.wait_for(asr.connect(), asr.connect_timeout)
-        except asyncio.TimeoutError:
-            return self._fail("timeout", "could not connect to %s within %.1f s" % (asr.url, asr.connect_timeout))
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            return self._fail("auth" if status in (401, 403) else "refused",
-                              "%s answered HTTP %d to the WebSocket handshake" % (asr.url, status), status)
-        except (OSError, Exception) as exc:   # refused, unreachable, TLS, not a WebSocket server
-            return self._fail("connection", "%s: %s" % (asr.url, exc or type(exc).__name__))
-        self._connected.set()
-        reader = asyncio.create_task(self._read(ws))
-        try:
-            await self._send_all(ws)
-            # The reader ends with the final text, or the result is settled
-            # while the reader still waits for a frame that will not come.
-            await asyncio.wait({reader, self._result}, return_when=asyncio.FIRST_COMPLETED)
-            await ws.close()   # the polite end, bounded by close_timeout
-        except ConnectionClosed as exc:
-            await asyncio.gather(reader, return_exceptions=True)
-            self._fail("closed", "%s closed the connection (%s)" % (asr.url, exc))
-        except Exception as exc:   # anything else on the wire still ends the utterance now
-            self._fail("bad_response", "%s: %r" % (asr.url, exc))
-        finally:
-            reader.cancel()
-            # Cancelled (the utterance was dropped) or failed: no close handshake to wait for.
-            ws.transport.abort()
+    def _connect(self):
+        return self.asr.connect()
 
     async def _send_all(self, ws):
         await ws.send(json.dumps(self.asr.first_message(self.wav_name), ensure_ascii=False))
         while True:
             item = await self._outbox.get()
-            if item is _END:
+            if item is END:
                 break
             await ws.send(item)
         self._ended = True
         await ws.send(json.dumps({"is_speaking": False}))
 
-    async def _read(self, ws):
-        from websockets.exceptions import ConnectionClosed
-        try:
-            async for frame in ws:
-                if self._take(frame) or self._result.done():
-                    return
-        except ConnectionClosed as exc:
-            return self._fail("closed", "%s closed the connection before the final text (%s)"
-                              % (self.asr.url, exc))
+    def _server_closed(self):
         if self._ended and not self._result.done():
             # A server that closes cleanly after the end of speech has said all it will.
             self._result.set_result(self._text())
@@ -244,7 +165,7 @@ class FunAsrStream(AsrStream):
         if mode in ("2pass-online", "online"):
             self._online += text
         elif mode in ("2pass-offline", "offline"):
-            self.streamed = self.partial   # what the streaming pass had said (asr_base.AsrStream)
+            self.streamed = self.partial   # what the streaming pass had said (asr.base.AsrStream)
             self._segments += text   # the corrected segment replaces its streaming pieces
             self._online = ""
         else:

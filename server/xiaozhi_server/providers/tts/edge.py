@@ -29,11 +29,11 @@ import asyncio
 import math
 import re
 
-from .audio import AudioChunk
-from .audio_decode import AudioFormatError, Mp3Stream
-from .registry import ProviderUnavailable, register
-from .tts_base import TtsError, TtsProvider
-from ..pools import run_blocking
+from ..audio import AudioChunk
+from ..audio_decode import AudioFormatError, Mp3Stream
+from ..registry import ProviderUnavailable, register
+from .base import TtsError, TtsProvider
+from ...pools import run_blocking
 
 DEFAULT_VOICE = "zh-CN-XiaoxiaoNeural"
 _URL = re.compile(r"\b(wss?|https?)://([^\s'\"?]+)\?[^\s'\"]*")

@@ -7,7 +7,7 @@ Config keys (each falls back to the environment the `openai` client uses):
 `first_token_timeout` (seconds until the first chunk, default 15),
 `chunk_timeout` (longest gap between chunks, default 20), `extra_body`.
 
-`stream_chat(messages, tools)` is an async generator of llm_events. It
+`stream_chat(messages, tools)` is an async generator of llm.events. It
 never raises for a failed request: timeouts, HTTP and connection errors
 come out as a final `LlmError`. Cancelling the consuming task, or closing
 the generator (`contextlib.aclosing`), closes the HTTP stream at once, so
@@ -17,9 +17,9 @@ import asyncio
 import json
 import os
 
-from .llm_events import Done, LlmError, TextDelta
-from .llm_sse import ChunkReader, StreamError, sse_data
-from .registry import register
+from .events import Done, LlmError, TextDelta
+from .sse import ChunkReader, StreamError, sse_data
+from ..registry import register
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -52,7 +52,7 @@ class OpenAiLlm:
     async def warm_up(self):
         """Import the client library and build the client now, in the pool: on
         the event loop the import alone stalls every session for about a second."""
-        from ..pools import run_blocking
+        from ...pools import run_blocking
         await run_blocking(self.client)
 
     def _request(self, messages, tools):

@@ -9,7 +9,7 @@ in one call: longer text is split by the caller (see text/split.py).
 
 from typing import AsyncIterator
 
-from .audio import AudioChunk, TextOnly
+from ..audio import AudioChunk, TextOnly
 
 DEFAULT_MAX_CHARS = 500
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..text.lang import language_of
-from ..text.lines import Lines
-from .llm_events import Done, TextDelta
-from .registry import create, register
+from ...text.lang import language_of
+from ...text.lines import Lines
+from .events import Done, TextDelta
+from ..registry import create, register
 
 if TYPE_CHECKING:
-    from .base import LlmProvider
+    from ..base import LlmProvider
 
 def _last_user_text(messages):
     for m in reversed(messages or []):

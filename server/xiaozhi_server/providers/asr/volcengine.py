@@ -26,27 +26,18 @@ service's for the kind), `language` (classic: zh-CN), `uid` (xiaozhi),
 `packet_ms` (200), `connect_timeout` (3 s), `final_timeout` (5 s from the
 end of speech), `extra` (merged into the request's `request` object).
 """
-import asyncio
-import logging
-import os
 import uuid
 
-from . import volc_frames as vf
-from .asr_base import SAMPLE_RATE, AsrError, AsrStream, StreamingAsr
-from .registry import register
+from .. import volc_frames as vf
+from .base import SAMPLE_RATE, StreamingAsr
+from ..registry import register
+from .ws_stream import END, WsAsrStream
 
-log = logging.getLogger(__name__)
 
 CLASSIC_URL = "wss://openspeech.bytedance.com/api/v2/asr"
 BIGMODEL_URL = "wss://openspeech.bytedance.com/api/v3/sauc/bigmodel"
 SUCCESS = 1000          # classic results' code
 AUTH_CODES = (1002,)    # classic: no access (bad token, appid or cluster)
-_END = object()
-
-
-def volc_token(config, default_env):
-    """The access token from the config or the environment (never logged)."""
-    return config.get("token") or os.environ.get(config.get("token_env") or default_env) or ""
 
 
 @register("asr", "volcengine")
@@ -59,7 +50,7 @@ class VolcengineAsr(StreamingAsr):
         self.config = config
         self.name = config.get("name") or "volcengine"
         self.appid = str(config.get("appid") or "")
-        self.token = volc_token(config, "XIAOZHI_VOLC_TOKEN")
+        self.token = vf.volc_token(config, "XIAOZHI_VOLC_TOKEN")
         self.cluster = config.get("cluster")
         self.resource_id = config.get("resource_id")
         if not self.appid or not (self.cluster or self.resource_id):
@@ -110,87 +101,23 @@ def _language(language):
     return {"en": "en-US", "zh": "zh-CN"}.get((language or "zh")[:2], "zh-CN")
 
 
-class VolcengineAsrStream(AsrStream):
-    """One utterance on one connection: audio queues while it connects."""
+class VolcengineAsrStream(WsAsrStream):
+    """One utterance on one connection (ws_stream.py): Volcengine's frames."""
 
     def __init__(self, asr, language=None, on_partial=None):
-        super().__init__(on_partial)
-        self.asr = asr
+        super().__init__(asr, on_partial)
         self.language = language
         self.reqid = str(uuid.uuid4())
-        self._outbox = asyncio.Queue()
-        self._result = asyncio.get_running_loop().create_future()
-        self._connected = asyncio.Event()
-        self._ended = False
-        self._task = asyncio.create_task(self._run())
 
-    async def push(self, pcm16k):
-        if pcm16k and not self._result.done():
-            self._outbox.put_nowait(bytes(pcm16k))
-
-    async def finish(self):
-        self._outbox.put_nowait(_END)
-        connected = asyncio.ensure_future(self._connected.wait())
-        await asyncio.wait({connected, self._result}, return_when=asyncio.FIRST_COMPLETED)
-        connected.cancel()
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._result), self.asr.final_timeout)
-        except asyncio.TimeoutError:
-            self._fail("timeout", "no final text %.1f s after the end of speech" % self.asr.final_timeout)
-            return self._result.result()   # raises the AsrError just set
-        finally:
-            await self.cancel()
-
-    async def cancel(self):
-        r = self._result
-        if r.done() and not r.cancelled() and r.exception() is None:
-            return
-        if not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if not r.done():
-            r.cancel()
-
-    def _fail(self, reason, detail, status=None):
-        if not self._result.done():
-            err = AsrError(self.asr.name, reason, detail, status)
-            log.debug("%s", err)   # the caller logs it once (the fallback chain, the listener)
-            self._result.set_exception(err)
-
-    async def _run(self):
-        from websockets.exceptions import ConnectionClosed, InvalidStatus
-        asr = self.asr
-        try:
-            ws = await asyncio.wait_for(asr.connect(self.reqid), asr.connect_timeout)
-        except asyncio.TimeoutError:
-            return self._fail("timeout", "could not connect to %s within %.1f s" % (asr.url, asr.connect_timeout))
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            return self._fail("auth" if status in (401, 403) else "refused",
-                              "%s answered HTTP %d to the WebSocket handshake" % (asr.url, status), status)
-        except Exception as exc:   # refused, unreachable, TLS, not a WebSocket server
-            return self._fail("connection", "%s: %s" % (asr.url, exc or type(exc).__name__))
-        self._connected.set()
-        reader = asyncio.create_task(self._read(ws))
-        try:
-            await self._send_all(ws)
-            await asyncio.wait({reader, self._result}, return_when=asyncio.FIRST_COMPLETED)
-            await ws.close()
-        except ConnectionClosed as exc:
-            await asyncio.gather(reader, return_exceptions=True)
-            self._fail("closed", "%s closed the connection (%s)" % (asr.url, exc))
-        except Exception as exc:
-            self._fail("bad_response", "%s: %r" % (asr.url, exc))
-        finally:
-            reader.cancel()
-            ws.transport.abort()
+    def _connect(self):
+        return self.asr.connect(self.reqid)
 
     async def _send_all(self, ws):
         await ws.send(vf.client_frame(vf.FULL_CLIENT_REQUEST, self.asr.request(self.reqid, self.language)))
         packet = bytearray()
         while True:
             item = await self._outbox.get()
-            if item is _END:
+            if item is END:
                 break
             packet += item
             size = self.asr.packet_bytes
@@ -199,17 +126,6 @@ class VolcengineAsrStream(AsrStream):
                 del packet[:size]
         self._ended = True
         await ws.send(vf.client_frame(vf.AUDIO_ONLY_REQUEST, bytes(packet), last=True, serialization=vf.RAW))
-
-    async def _read(self, ws):
-        from websockets.exceptions import ConnectionClosed
-        try:
-            async for data in ws:
-                if self._take(data) or self._result.done():
-                    return
-        except ConnectionClosed as exc:
-            return self._fail("closed", "%s closed the connection before the final text (%s)"
-                              % (self.asr.url, exc))
-        self._fail("closed", "%s closed the connection before the final text" % self.asr.url)
 
     def _take(self, data):
         """Apply one server message; True when the stream is over."""

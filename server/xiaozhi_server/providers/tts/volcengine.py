@@ -25,11 +25,10 @@ import asyncio
 import os
 import uuid
 
-from . import volc_frames as vf
-from .asr_volcengine import volc_token
-from .audio import AudioChunk
-from .registry import register
-from .tts_base import TtsError, TtsProvider
+from .. import volc_frames as vf
+from ..audio import AudioChunk
+from ..registry import register
+from .base import TtsError, TtsProvider
 
 URL = "wss://openspeech.bytedance.com/api/v1/tts/ws_binary"
 
@@ -48,7 +47,7 @@ class VolcengineTts(TtsProvider):
         if not self.appid:
             raise ValueError("volcengine TTS needs an appid")
         # The variable token_env names, else the TTS's own, else the account's shared one.
-        self.token = volc_token(config, "XIAOZHI_VOLC_TTS_TOKEN") or os.environ.get("XIAOZHI_VOLC_TOKEN", "")
+        self.token = vf.volc_token(config, "XIAOZHI_VOLC_TTS_TOKEN") or os.environ.get("XIAOZHI_VOLC_TOKEN", "")
         self.cluster = config.get("cluster", "volcano_tts")
         self.voice = config.get("voice", "zh_female_wanwanxiaohe_moon_bigtts")
         self.rate = int(config.get("rate", 24000))

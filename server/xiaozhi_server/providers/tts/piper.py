@@ -9,10 +9,10 @@ that read speech back need), `max_chars`. A voice loads once per process, on fir
 """
 import threading
 
-from .audio import AudioChunk
-from .registry import register
-from .tts_base import TtsProvider
-from ..pools import run_blocking
+from ..audio import AudioChunk
+from ..registry import register
+from .base import TtsProvider
+from ...pools import run_blocking
 
 _voices: dict = {}
 _voices_lock = threading.Lock()

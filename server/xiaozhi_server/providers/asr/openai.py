@@ -3,7 +3,7 @@ OpenAI, Groq, and self-hosted faster-whisper servers (speaches,
 faster-whisper-server, LocalAI, vLLM) speak it.
 
 The utterance is sent as one multipart WAV upload when it ends: a batch
-recognizer behind the stream interface (asr_base.open_stream), so nothing
+recognizer behind the stream interface (asr.base.open_stream), so nothing
 is sent while the child speaks.
 
 Config keys: `base_url` (default https://api.openai.com/v1), `api_key`
@@ -23,8 +23,8 @@ import logging
 import os
 import wave
 
-from .asr_base import BYTES_PER_SECOND, SAMPLE_RATE, AsrError
-from .registry import register
+from .base import BYTES_PER_SECOND, SAMPLE_RATE, AsrError
+from ..registry import register
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +88,8 @@ class OpenAiAsr:
         return self._client
 
     async def warm_up(self):
-        """Import the client now, in the pool (see llm_openai.warm_up)."""
-        from ..pools import run_blocking
+        """Import the client now, in the pool (see llm.openai.warm_up)."""
+        from ...pools import run_blocking
         await run_blocking(self.client)
 
     def _args(self, pcm16k, language):
