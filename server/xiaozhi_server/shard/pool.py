@@ -44,7 +44,6 @@ import sys
 
 from ..logthrottle import LogThrottle
 from ..protocol.backoff import Backoff
-from ..runtime.runtime import load_registry
 from ..transport.guard import accept_burst
 from . import channel
 
@@ -59,20 +58,6 @@ MAX_HOLDERS = 100000        # devices whose newest session the primary remembers
 
 class WorkerFailed(Exception):
     pass
-
-
-class ControlServices:
-    """What the primary needs when the workers hold the sessions: the config
-    and the app registry (the control API checks tasks against it), no
-    providers and no models. `sessions` stays empty: they live in the workers."""
-
-    def __init__(self, config):
-        self.config = config
-        self.registry = load_registry(config.get("apps", {}).get("registry"))
-        self.sessions = set()
-
-    async def start(self):
-        pass    # no models here
 
 
 class RemoteView:
