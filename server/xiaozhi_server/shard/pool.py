@@ -123,7 +123,8 @@ class WorkerPool:
     def __init__(self, config, count, device_tokens=False, with_mcp=True, services_factory=None,
                  log_level=None):
         """services_factory: "module:function" building a worker's Services from
-        its config (benchmarks: providers that stand in for real ones)."""
+        its config and the store's shared parts, as (config, **shared)
+        (benchmarks: providers that stand in for real ones; assemble.py)."""
         self.config = config
         self.count = count
         self.device_tokens = device_tokens
