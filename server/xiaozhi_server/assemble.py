@@ -80,28 +80,29 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
     if role == WORKER:
         return _worker(config, make, store, device_tokens)
 
-    from .control import wiring
-    broker = wiring.broker(config) if with_broker else None
-    if broker is None:
-        services: Services | ControlServices = make(config) if role == SINGLE else ControlServices(config)
-        ws = WsServer(services)     # type: ignore[arg-type]
-        http = HttpServer(services, lambda host: ws_url(ws, host))   # type: ignore[arg-type]
-        http.workers = pool
-        return Parts(services, ws, http)
-
-    # The control store: the plane's, and in a single process its sessions' too.
-    from .control.fleet import new_node_id
-    from .control.wake import WakeArbiter, window_s
-    store = wiring.conversation_store(config)
-    rules = wiring.family(config, store)
-    if role == SINGLE:
+    # The control store comes with the broker: the plane's, and in a single
+    # process its sessions' too (workers open their own: worker_store).
+    store = rules = None
+    if with_broker:
+        from .control import wiring
+        store = wiring.conversation_store(config)
+        rules = wiring.family(config, store)
+    services: Services | ControlServices
+    if role != SINGLE:      # the sessions live in the workers, or nowhere
+        services = ControlServices(config, family=rules)
+    elif store is not None:
+        from .control.wake import WakeArbiter, window_s
         services = make(config, family=rules, care=store.care, conversations=store,
                         wake_floor=WakeArbiter(store, window_s(config)))
-    else:       # the sessions live in the workers, or nowhere
-        services = ControlServices(config, family=rules)
+    else:
+        services = make(config)
+    broker = wiring.broker(config) if store is not None else None
     ws = WsServer(services)     # type: ignore[arg-type]
     http = HttpServer(services, lambda host: ws_url(ws, host))   # type: ignore[arg-type]
     http.workers = pool
+    if broker is None or store is None:
+        return Parts(services, ws, http)
+    from .control.fleet import new_node_id
     node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
     control = wiring.create(config, services.registry, broker, http.app, node_id, store=store, rules=rules)
     control.on_drain_asked = on_drain_asked
