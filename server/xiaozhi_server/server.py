@@ -1,6 +1,7 @@
 """The whole server in one object: providers, server MCP processes, the
 MQTT broker, the WebSocket endpoint and the HTTP endpoint, and its place
-among the nodes sharing its control store (control/fleet.py).
+among the nodes sharing its control store (control/fleet.py). Its parts
+are built and wired by assemble.py; this object starts and stops them.
 
     server = XiaozhiServer(config)
     await server.start()     # everything listening; URLs on the object
