@@ -31,14 +31,14 @@ from .rig import bench_config
 SECONDS = 30.0
 
 
-def services(config):
-    """What each worker builds (the pool's services_factory)."""
-    return Services(config, asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS))
+def services(config, **shared):
+    """What each worker builds (the pool's services_factory, given the store's shared parts)."""
+    return Services(config, asr=ScriptedAsr(QUESTION, delay=ASR_DELAY_S), tts=ToneTts(ms=REPLY_MS), **shared)
 
 
-def remote_asr_services(config):
+def remote_asr_services(config, **shared):
     """Each worker with the remote streaming ASR its config's `asr` names."""
-    return Services(config, tts=ToneTts(ms=REPLY_MS))
+    return Services(config, tts=ToneTts(ms=REPLY_MS), **shared)
 
 
 def _proc_figures(pid):

@@ -1,6 +1,7 @@
 """The whole server in one object: providers, server MCP processes, the
 MQTT broker, the WebSocket endpoint and the HTTP endpoint, and its place
-among the nodes sharing its control store (control/fleet.py).
+among the nodes sharing its control store (control/fleet.py). Its parts
+are built and wired by assemble.py; this object starts and stops them.
 
     server = XiaozhiServer(config)
     await server.start()     # everything listening; URLs on the object
@@ -17,22 +18,23 @@ import asyncio
 import logging
 
 from . import config as configmod
+from .assemble import CONTROL, PRIMARY, SINGLE, assemble, ws_url
 from .logthrottle import throttle_server_logs
 from .mcp.server_tools import start_server_tools
-from .services import Services
 from .transport.guard import fit_to_fd_limit
 from .transport import tls
-from .transport.http_server import HttpServer
-from .transport.ws_server import WsServer
 
 log = logging.getLogger(__name__)
 
 class XiaozhiServer:
-    def __init__(self, config, services=None, with_broker=True, with_mcp=True, services_factory=None):
+    def __init__(self, config, services=None, with_broker=True, with_mcp=True, services_factory=None, role=None):
         """With server.workers above 1 the sessions live in worker processes
         (shard/), each building its Services from the config, or through
         services_factory ("module:function"); this process keeps the control
-        plane, the broker and the HTTP endpoints."""
+        plane, the broker and the HTTP endpoints. role="control": the
+        control plane only, no voice models. `services`: a test's or a
+        benchmark's own, without a control store (assemble.py wires the
+        store's parts into the Services it builds)."""
         configmod.check(config)
         tls.refuse_plain_exposure(config)
         fit_to_fd_limit(config["limits"])
@@ -40,49 +42,30 @@ class XiaozhiServer:
         self.config = config
         self.pool = None
         workers = configmod.worker_count(config)
-        if workers > 1:
-            if services is not None:
-                raise ValueError("worker processes build their own services: pass services_factory, not services")
-            from .shard.pool import ControlServices, WorkerPool
-            services = ControlServices(config)
+        if role is None:
+            role = PRIMARY if workers > 1 else SINGLE
+        if services is not None and role == PRIMARY:
+            raise ValueError("worker processes build their own services: pass services_factory, not services")
+        if services is not None and (with_broker or role != SINGLE):
+            raise ValueError("a server with a control store builds its own services (assemble.py)")
+        if role == PRIMARY:
+            from .shard.pool import WorkerPool
             self.pool = WorkerPool(config, workers, device_tokens=with_broker, with_mcp=with_mcp,
                                    services_factory=services_factory)
-        self.services = services or Services(config)
-        self.broker = None
-        if with_broker:
-            from .control import wiring
-            self.broker = wiring.broker(config)
-        self.ws = WsServer(self.services)
-        self.http = HttpServer(self.services, self._ws_url_for)
-        self.http.workers = self.pool
-        self.with_mcp = with_mcp
-        self.mcp_processes = None
+        parts = assemble(config, role, with_broker=with_broker, pool=self.pool,
+                         make_services=(lambda cfg: services) if services is not None else None,
+                         session_of=self._session_of, on_drain_asked=self._drain_asked)
+        self.services = parts.services
+        self.ws = parts.ws
+        self.http = parts.http
+        self.broker = parts.broker
         # The parents' control plane speaks through the broker, so it comes with it.
-        self.control = None
+        self.control = parts.control
+        self.with_mcp = with_mcp and role != CONTROL     # server MCP tools are for voice sessions
+        self.mcp_processes = None
         self.node = None
         self.exit_requested = asyncio.Event()
         self._drain = None      # the drain under way (a Future), once one began
-        if self.broker is not None:
-            from .control.fleet import new_node_id
-            node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
-            self.control = wiring.create(config, self.services.registry, self.broker, self.http.app, node_id)
-            self.control.on_drain_asked = self._drain_asked
-            # The family's limits are checked, and usage counted, by the sessions.
-            self.services.family = self.control.family
-            self.control.session_of = self._session_of
-            if self.pool is None:
-                # Sessions here keep their conversation in the control store (workers open their own).
-                self.services.conversations = self.control.store
-            # Device credentials: handed out by OTA to activated devices, checked by the WebSocket.
-            self.http.devices = self.control.devices
-            self.http.on_seen = self.control.saw_device     # listed for the parents from its first OTA check
-            self.ws.device_token_ok = self.control.devices.token_valid
-            # Sessions here read and keep the family's records in the same store
-            # (workers open their own connection to it: shard/worker.py).
-            self.services.care = self.control.store.care
-            if self.pool is None:   # a worker opens the store itself (shard/worker.py)
-                from .control.wake import WakeArbiter, window_s
-                self.services.wake_floor = WakeArbiter(self.control.store, window_s(config))
 
     def _session_of(self, device_id):
         """The device's open voice session on this node, in this process or a
@@ -100,7 +83,7 @@ class XiaozhiServer:
         return {s.device_id for s in self.services.sessions if s.device_id and not s.closed}
 
     def _ws_url_for(self, host):
-        return "%s://%s:%d%s" % ("wss" if self.ws.ssl else "ws", host, self.ws.port, self.ws.path)
+        return ws_url(self.ws, host)
 
     async def start(self) -> XiaozhiServer:
         await self.services.start()   # models and clients load before any device connects

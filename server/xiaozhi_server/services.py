@@ -1,5 +1,9 @@
 """What every session of a process shares: providers, the app registry,
-the server's own tools, and the set of live sessions.
+the server's own tools, the set of live sessions, and what the family's
+control store lends them (limits, care records, kept conversations, the
+household's wake floor). Each shared part is a constructor argument, typed
+by the interface the sessions call; assemble.py is the one place that
+builds them and hands them in.
 
 Providers are built once per process from the config, and `start()`
 loads their models, voices and clients before the first device connects
@@ -24,7 +28,8 @@ if TYPE_CHECKING:
     from .mcp.tools import Tool
     from .pipeline.care import CarePort
     from .providers.base import AsrProvider, LlmProvider, TtsLike, VadProvider
-    from .runtime.port import ConversationStore
+    from .runtime.port import ConversationStore, FamilyRules
+    from .runtime.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +65,15 @@ class WakeFloor(Protocol):
 
 class Services:
     def __init__(self, config: dict, llm: LlmProvider | None = None, asr: AsrProvider | None = None,
-                 tts: TtsLike | None = None, vad: VadProvider | None = None) -> None:
+                 tts: TtsLike | None = None, vad: VadProvider | None = None, *,
+                 family: FamilyRules | None = None, care: CarePort | None = None,
+                 conversations: ConversationStore | None = None, wake_floor: WakeFloor | None = None) -> None:
+        """Providers left out are built from the config. The store's parts
+        (None without a control store): `family`, a family's limits and usage
+        counts (control/family.py); `care`, what the family keeps per device
+        (control store's CareRecords); `conversations`, where each device's
+        conversation is kept between connections; `wake_floor`, who answers a
+        household's wake word (control/wake.py)."""
         self.config = config
         self.lines = Lines.load((config.get("lines") or {}).get("file"))
         self.llm = llm if llm is not None else choose_llm(dict(config.get("llm") or {}),
@@ -72,16 +85,10 @@ class Services:
         # The live sessions (session/ imports this module, not the other way round).
         self.sessions: set[Any] = set()
         self._server_tools: list[Tool] = []
-        # A family's limits and usage counts (control/family.py), set by the
-        # server when it keeps a control store; None: no limits.
-        self.family: Any = None
-        # What the family keeps per device (pipeline/care.py's CarePort):
-        # the control store's, handed in by the server; None without one.
-        self.care: CarePort | None = None
-        # Where each device's conversation is kept between connections (the
-        # control store, set by the server or the worker; None: not kept).
-        self.conversations: ConversationStore | None = None
-        self.wake_floor: WakeFloor | None = None      # set by the server when it has a control store
+        self.family = family
+        self.care = care
+        self.conversations = conversations
+        self.wake_floor = wake_floor
 
     async def start(self) -> None:
         """Preload every provider (the server calls this before it listens)."""
@@ -123,3 +130,20 @@ class Services:
 
     async def on_session_closed(self, session: Any) -> None:
         self.sessions.discard(session)
+
+
+class ControlServices:
+    """What a process needs when it holds no voice session (the primary of
+    worker processes, a control-only node): the config, the app registry
+    (the control API checks tasks against it) and the family's limits (the
+    OTA answer's time zone); no providers and no models. `sessions` stays
+    empty: they live in the workers, or nowhere."""
+
+    def __init__(self, config: dict, *, family: FamilyRules | None = None) -> None:
+        self.config = config
+        self.registry: Registry = load_registry(config.get("apps", {}).get("registry"))
+        self.sessions: set[Any] = set()
+        self.family = family
+
+    async def start(self) -> None:
+        pass    # no models here

@@ -64,9 +64,10 @@ def broker(config: dict) -> Broker:
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
-           node_id: str | None = None) -> ControlPlane:
+           node_id: str | None = None, store: Store | None = None, rules: Family | None = None) -> ControlPlane:
     """A ControlPlane talking to `broker` (a Broker: host, port, credentials),
-    with its HTTP routes added to the aiohttp `app`."""
+    with its HTTP routes added to the aiohttp `app`; on `store` and with the
+    family's `rules` when the caller shares them with its sessions (assemble.py)."""
     ctl = config.get("control") or {}
 
     def make_link(on_report, on_connect):
@@ -77,7 +78,7 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
         link.tls_context = broker.link_tls_context()
         return link
 
-    store = conversation_store(config)
+    store = store if store is not None else conversation_store(config)
     store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
     act = config["activation"]
@@ -88,7 +89,8 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
                       open_grants=not ctl.get("api_token") and configmod.is_loopback(config["server"]["host"]))
     pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
     plane_id = node_id or "n" + uuid.uuid4().hex[:12]
-    plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id, family(config, store))
+    plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id,
+                         rules if rules is not None else family(config, store))
     plane.conversation_max_age_s = float(config["conversation"]["keep_hours"]) * 3600
     token = ctl.get("api_token")
     on_loopback = configmod.is_loopback(config["server"]["host"])

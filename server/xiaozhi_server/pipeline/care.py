@@ -2,7 +2,7 @@
 shape of the chat app's memory of the child.
 
 CarePort is the store as a session uses it (control/store_care.py
-implements it; the server hands it in as `services.care`, None without
+implements it; assemble.py hands it to Services as `care`, None without
 a control store): the device's blocked topics, the safety filter's flags,
 the transcripts a parent turned on, and the memory profile.
 

@@ -44,7 +44,6 @@ import sys
 
 from ..logthrottle import LogThrottle
 from ..protocol.backoff import Backoff
-from ..runtime.runtime import load_registry
 from ..transport.guard import accept_burst
 from . import channel
 
@@ -59,20 +58,6 @@ MAX_HOLDERS = 100000        # devices whose newest session the primary remembers
 
 class WorkerFailed(Exception):
     pass
-
-
-class ControlServices:
-    """What the primary needs when the workers hold the sessions: the config
-    and the app registry (the control API checks tasks against it), no
-    providers and no models. `sessions` stays empty: they live in the workers."""
-
-    def __init__(self, config):
-        self.config = config
-        self.registry = load_registry(config.get("apps", {}).get("registry"))
-        self.sessions = set()
-
-    async def start(self):
-        pass    # no models here
 
 
 class RemoteView:
@@ -138,7 +123,8 @@ class WorkerPool:
     def __init__(self, config, count, device_tokens=False, with_mcp=True, services_factory=None,
                  log_level=None):
         """services_factory: "module:function" building a worker's Services from
-        its config (benchmarks: providers that stand in for real ones)."""
+        its config and the store's shared parts, as (config, **shared)
+        (benchmarks: providers that stand in for real ones; assemble.py)."""
         self.config = config
         self.count = count
         self.device_tokens = device_tokens

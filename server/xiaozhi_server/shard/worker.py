@@ -58,53 +58,36 @@ def share_of_caps(limits, workers):
         limits[key] = max(8, int(limits[key]) // workers)
 
 
-def _services(settings, config):
+def _services_factory(settings):
+    """The services_factory ("module:function", called as (config, **shared)), or None: Services."""
     factory = settings.get("services_factory")
-    if factory:
-        for p in settings.get("sys_path") or []:
-            if p not in sys.path:
-                sys.path.append(p)
-        module, _, name = factory.partition(":")
-        return getattr(importlib.import_module(module), name)(config)
-    from ..services import Services
-    return Services(config)
+    if not factory:
+        return None
+    for p in settings.get("sys_path") or []:
+        if p not in sys.path:
+            sys.path.append(p)
+    module, _, name = factory.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 async def _build(settings, config, listen_fds):
     """Providers with their models loaded, server MCP processes, and the
     WebSocket endpoint serving the inherited sockets."""
+    from ..assemble import WORKER, assemble, worker_store
     from ..logthrottle import throttle_server_logs
     from ..mcp.server_tools import start_server_tools
     from ..transport.guard import fit_to_fd_limit
-    from ..transport.ws_server import WsServer
     fit_to_fd_limit(config["limits"], ports=("ws",))
     throttle_server_logs(float(config["limits"]["log_interval_s"]))
-    services = _services(settings, config)
+    # The family's limits and usage, the care records (blocked topics,
+    # transcripts, memory) and the devices' conversations live in the
+    # control store the primary migrated: this worker's own connection.
+    store = await worker_store(config) if settings["device_tokens"] else None
+    parts = assemble(config, WORKER, device_tokens=settings["device_tokens"], store=store,
+                     make_services=_services_factory(settings))
+    services, ws = parts.services, parts.ws
     await services.start()     # every model loaded before the first session can ask for one
     mcp = await start_server_tools(config, services) if settings["with_mcp"] else None
-    ws = WsServer(services)
-    store = None
-    if settings["device_tokens"]:
-        from ..control import wiring
-        from ..control.credentials import Credentials
-        ws.device_token_ok = Credentials(wiring.auth_dir(config)).load().token_valid
-        # The family's limits and usage, the care records (blocked topics,
-        # transcripts, memory) and the devices' conversations live in the
-        # control store the primary migrated: this worker's own connection.
-        store = wiring.conversation_store(config)
-        services.family = wiring.family(config, store)
-        try:
-            await store.open()
-            services.care = store.care
-            services.conversations = store
-        except Exception as e:      # the talk goes on; the lexicon still filters
-            log.warning("the control store is not reachable (%s): no limits, blocked topics, transcripts, "
-                        "memory or kept conversations", getattr(e, "message", None) or e)
-            store = None
-        if store is not None:
-            # The household's wake words are arbitrated in the store every node shares.
-            from ..control.wake import WakeArbiter, window_s
-            services.wake_floor = WakeArbiter(store, window_s(config))
     await ws.start(sockets=[socket.socket(fileno=fd) for fd in listen_fds])
     return services, mcp, ws, store
 

@@ -9,7 +9,6 @@ from testkit.control_api import Api, control_config
 from testkit.mosquitto import Mosquitto
 from testkit.postgres import postgres_cluster  # noqa: F401 (fixture)
 from xiaozhi_server.server import XiaozhiServer
-from xiaozhi_server.shard.pool import ControlServices
 
 
 @pytest.fixture
@@ -32,8 +31,8 @@ async def fleet(postgres_cluster, broker, tmp_path):  # noqa: F811
                                  **kw)
             cfg["server"]["public_host"] = "127.0.0.1"
             cfg["fleet"].update(heartbeat_s=0.2, node_ttl_s=1.0, drain_timeout_s=5)
-            # No voice here (no session connects): the control services, no models to load.
-            server = XiaozhiServer(cfg, services=ControlServices(cfg), with_broker=True, with_mcp=False)
+            # No voice here (no session connects): a control-only node, no models to load.
+            server = XiaozhiServer(cfg, role="control", with_broker=True, with_mcp=False)
             try:
                 await server.start()
             except BaseException:

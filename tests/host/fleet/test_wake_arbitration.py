@@ -74,15 +74,14 @@ async def nodes():
 
     async def start(target):
         cfg = server_config(**CFG)
-        services = Services(cfg, **shared) if shared else None
+        store = await Store(target).open()
+        stores.append(store)
+        services = Services(cfg, **shared, wake_floor=WakeArbiter(store, WINDOW_S, clock=clock, sleep=clock.sleep))
         server = XiaozhiServer(cfg, services=services, with_broker=False, with_mcp=False)
         await server.start()
         started.append(server)
         s = server.services
         shared.update(llm=s.llm, asr=s.asr, tts=s.tts, vad=s.vad)
-        store = await Store(target).open()
-        stores.append(store)
-        s.wake_floor = WakeArbiter(store, WINDOW_S, clock=clock, sleep=clock.sleep)
         return server
 
     start.clock = clock
