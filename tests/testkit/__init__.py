@@ -46,6 +46,8 @@ def firmware_env(extra=None):
 # the simulated board (hal/host: the DS3231, ES8311, ES7210 and PCA9557
 # register models, which the board never holds) sits in the heap. With the
 # codec models (issue 21) that exceeded 256 KB by a few KB through
-# fragmentation; the budget that counts is the frozen build's
+# fragmentation, and the I2S clock model of round 2 (issue 32) with the
+# WebSocket buffers made once at boot left a TLS board from source short
+# again at 288 KB; the budget that counts is the frozen build's
 # (`make bench-firmware-heap`, docs/firmware.md), well under 100 KB.
-SOURCE_HEAP = "288K"
+SOURCE_HEAP = "320K"
