@@ -6,11 +6,11 @@
     fw.power_cut()           # SIGKILL: storage stays as it was, like pulling the plug
 
 CPython runs it with opuslib decoding replies; --micropython runs the real
-unix port with the app's 256 KB heap budget: the project's 32-bit build
+unix port with the app's heap from source (HEAP below): the project's 32-bit build
 with xzaudio (make micropython, the board's word size) when it was built,
 else pip's 64-bit port ($XIAOZHI_MICROPYTHON names another). Every object
 on the 64-bit port holds twice the bytes per pointer, so the app does not
-fit 256 KB there (it died with MemoryError at the first MCP message): that
+fit there (it died with MemoryError at the first MCP message): that
 port gets a 512 KB heap and one line saying its heap is not the board's.
 """
 import os
@@ -20,7 +20,12 @@ import sys
 
 from simkit import console
 
-HEAP = "256K"        # the app's budget on the board (32-bit pointers)
+# The board's budget is 256 KB with every module frozen into flash; run from
+# source, the unix port also holds the compiled app and the simulated board's
+# register models in its heap, so it gets the tests' allowance
+# (testkit.SOURCE_HEAP, docs/firmware.md): at 256 KB a TLS board ran out
+# importing its MQTT side, now and then, by fragmentation.
+HEAP = "320K"
 HEAP_64 = "512K"     # the same objects on a 64-bit port
 NOTE_64 = ("sim: %s is a 64-bit MicroPython port: heap %s, not the board's 256 KB budget "
            "(for the board's figures build the 32-bit port: make micropython MICROPY_SRC=...)")
