@@ -1,243 +1,312 @@
-"""Server configuration: documented defaults, a YAML file, then env vars.
+"""Server configuration: typed sections, a YAML file, then env vars.
 
-Precedence, lowest first: DEFAULTS below, the YAML file (written with
-these defaults on first start, so a person can read and edit it), then
-environment variables (ENV_OVERRIDES; the LLM also reads the `openai`
-client's own OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL).
+Precedence, lowest first: the sections' defaults below, the YAML file
+(written on first start with every default and its doc as comments, so a
+person can read and edit it), then environment variables (ENV_OVERRIDES; the
+LLM also reads the `openai` client's own OPENAI_BASE_URL / OPENAI_API_KEY /
+OPENAI_MODEL). load() gives the merged dict; a component takes its section
+typed (`SessionConfig.of(config)`) and reads its fields, whose defaults and
+docs are declared here once (config_types.py says how).
 """
 import copy
-import difflib
+import dataclasses
 import ipaddress
 import os
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping
 
 import yaml
 
+from .config_types import ConfigError, Section, commented, setting, unknown
+
 DEFAULT_PATH = os.path.join("var", "server.yaml")
 
-DEFAULTS = {
-    "server": {
-        # Loopback by default: binding anything else needs a token or --insecure.
-        "host": "127.0.0.1",
-        "ws_port": 8000,
-        "ws_path": "/xiaozhi/v1/",
-        "http_port": 8003,
-        # Host name devices use to reach this server (OTA answers carry it).
-        "public_host": None,
-        # Processes that hold the voice sessions, sharing the WebSocket port
-        # (docs/server.md "Workers"). "auto": one per core under
-        # `xiaozhi-server run`; a server embedded in a program (tests,
-        # benchmarks) stays in its one process unless given a number.
-        "workers": "auto",
-    },
-    # TLS for every listener (docs/security.md, "TLS"): PEM files of the
-    # certificate chain and its key. With them the WebSocket is wss://, the
-    # HTTP port (OTA, the parents' API) https://, and the broker started here
-    # gets an mqtts:// listener (mqtt.tls_port) with the same files; OTA hands
-    # out those URLs. Without them every listener is plain, which the server
-    # refuses off loopback unless allow_plain (a TLS proxy in front).
-    "tls": {"cert": None, "key": None, "allow_plain": False},
-    "auth": {
-        # Tokens accepted in "Authorization: Bearer <token>" (or ?authorization=).
-        "tokens": [],
-        # Device-Id values allowed to connect; empty = any device.
-        "allowed_devices": [],
-        # A session that proved only a shared token (one of `tokens`) may be
-        # any device: it gets no kept conversation, no memory, and its turns
-        # are not recorded, unless this is true (docs/security.md).
-        "shared_token_history": False,
-    },
-    # What one client may cost the server (docs/security.md). A connection is
-    # pending until its HTTP request (line and headers) or its device hello
-    # has arrived; past max_pending a new one closes the oldest pending one,
-    # past max_connections new ones are refused. Rates are per connection.
-    "limits": {
-        "http_header_timeout_s": 10,
-        "http_body_timeout_s": 10,
-        "http_max_body": 65536,
-        "http_max_connections": 2048,
-        "http_max_pending": 1024,
-        "ws_handshake_timeout_s": 10,
-        "ws_max_connections": 1024,
-        "ws_max_pending": 512,
-        # Audio is ~17 frames/s; the burst covers buffered wake-word audio.
-        "ws_binary_per_s": 50,
-        "ws_binary_burst": 300,
-        "ws_text_per_s": 20,
-        "ws_text_burst": 60,
-        # Over the rate this long without a quiet second: closed with 1008.
-        "ws_flood_close_s": 2,
-        # Repeated log lines (refusals, drops) are summarised once per interval.
-        "log_interval_s": 10,
-    },
-    "session": {
-        "hello_timeout_s": 10,
-        # Say goodbye after this long without the user speaking.
-        "idle_timeout_s": 120,
-        "wake_words": ["你好小智", "小智小智", "小智", "hi esp", "hey xiaozhi", "hi xiaozhi", "xiaozhi"],
-        # After a wake word the child may go straight on; the short greeting
-        # comes only after this much quiet (ms of heard audio), since stock
-        # firmware mutes its mic while the server speaks.
-        "wake_quiet_ms": 1000,
-        "exit_phrases": ["再见", "拜拜", "退下吧", "goodbye", "bye bye", "bye-bye"],
-        "language": "zh",
-        # Tool-call rounds per user turn before the model must answer in words.
-        "max_tool_rounds": 4,
-        "tool_timeout_s": 10,
-        # Turns of history kept per session (a turn = user + assistant).
-        "history_turns": 10,
-    },
-    "prompts": {
-        "agent": (
-            "You are Xiaozhi, a warm, patient voice companion for a young child. "
-            "Answer in the language the child used, in one to three short spoken "
-            "sentences, with simple words and no markdown, lists or emoji codes. "
-            "Begin each reply with one emoji that shows your feeling. "
-            "To play an English lesson from the SD card, use start_repeater (never a music tool); "
-            "to change what you are doing (chat, lessons, translation), use switch_app."
-        ),
-        "agent_proactive": (
-            "Take the lead gently: when the child is quiet or unsure, suggest something "
-            "to talk about, ask one simple question at a time, and praise their answers."
-        ),
-    },
-    # Every spoken line: data/lines.json, and an operator's file of key ->
-    # {language: text} merged over it (a bad file stops the server at start).
-    "lines": {"file": None},
-    "apps": {
-        # The app registry; empty = the one shipped in data/apps.json.
-        "registry": None,
-        # How chat opens: "lines" (one of the opener lines) or "llm" (the model greets).
-        "opener": "lines",
-        # The opener and the invitation: the lines file's `opener` and
-        # `reinvite` (data/lines.json); a {language: [texts]} here replaces them
-        # (an empty list says nothing).
-        "opener_lines": None,
-        "reinvite_lines": None,
-        # Seconds of silence after the opener before one more invitation, and how many.
-        "reinvite_after_s": 20,
-        "max_reinvites": 1,
-        # How long a new session waits for the device's own task request
-        # (an alarm's lesson, say) before chat speaks first.
-        "opener_grace_s": 1.5,
-        # listen start within this long after our tts stop is the device going
-        # back to listening on its own, not the user asking for chat.
-        "auto_listen_grace_s": 1.5,
-        # Words that leave translation for chat (seed §10.1 names the last two
-        # Chinese ones); matched inside a short utterance, ignoring case,
-        # spaces, punctuation and 儿 (text/phrases.py).
-        "exit_translation_phrases": ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧", "聊会天吧",
-                                     "exit translation", "stop translating", "stop translation", "back to chat"],
-    },
-    # silence_ms: silence that ends a turn speculatively (ASR runs, the reply is
-    # prepared). The reply is heard after a longer silence that the words choose
-    # (pipeline/turn_words.py): commit_question_ms after a question,
-    # commit_unfinished_ms after "and", "um" or a comma, commit_silence_ms
-    # otherwise; commit_stable_question_ms after a question a streaming ASR's
-    # two passes agree on (its final text says what its partial text said).
-    # A shorter pause is the child taking a breath: the words are joined and
-    # nothing is cut.
-    "vad": {"type": "silero", "silence_ms": 160, "commit_silence_ms": 700, "commit_question_ms": 500,
-            "commit_stable_question_ms": 400, "commit_unfinished_ms": 1200, "threshold": 0.5},
-    # Whisper base; its language detection chooses between the two the product
-    # speaks, beam 5 (docs/providers.md, the figures in docs/bench.md). Set
-    # asr.language: zh for a child who speaks only Chinese (fewer errors).
-    "asr": {"type": "whisper", "languages": ["zh", "en"], "beam_size": 5},
-    "tts": {
-        "type": "fallback",
-        "providers": [{"type": "router"}, {"type": "espeak", "voice": "en-us"}],
-    },
-    # Empty: OpenAI-compatible if OPENAI_* is set, else the "no model" line.
-    "llm": {},
-    # Where a device's camera photos are explained (an explain-image HTTP
-    # endpoint, as stock servers run). Handed to devices in MCP initialize;
-    # without it the device's self.camera.* tools are not offered to the model.
-    "vision": {"explain_url": None, "token": ""},
-    "mqtt": {
-        # Empty: start Debian's mosquitto on 127.0.0.1:<port> if nothing listens there;
-        # it refuses anonymous clients and checks each device's credentials and topics.
-        "url": None,
-        "port": 1883,
-        # The loopback port of the broker started here that takes only the
-        # server's own link (control/broker.py); 0: a free one at each start.
-        # Set it when a firewall or a second server on this host must know it.
-        "link_port": 0,
-        # The broker started here listens for devices with TLS on this port
-        # of server.host when tls.cert is set (its plain port stays on loopback).
-        "tls_port": 8883,
-        # A configured mqtts:// broker's certificate is checked against this
-        # CA bundle (PEM); empty: the system's CAs.
-        "ca_file": None,
-        # Server secret and the device logins of the broker started here (0600);
-        # empty: `mqtt` beside control.db_path.
-        "auth_dir": None,
-        # The broker's dynamic security admin (mosquitto 2's plugin): every node
-        # provisions and revokes device logins with it. For the broker started
-        # here the user defaults to xiaozhi-admin and the password is derived from
-        # the server secret; for mqtt.url without them no device gets a login there.
-        "admin_user": None,
-        "admin_password": None,
-        # A broker that takes anonymous clients or wrong passwords stops the
-        # server at start unless this is true (a test's broker, a closed network).
-        "allow_open_broker": False,
-    },
-    "control": {
-        # The parents' API and its store (authoritative for schedules): the SQLite
-        # file db_path, unless db_url names a PostgreSQL database
-        # (postgresql://user:password@host:5432/dbname), which nodes share (docs/deploy.md).
-        "db_path": os.path.join("var", "control.db"),
-        "db_url": None,
-        # Bearer token for /api/...; required always when set, and the API
-        # refuses every call without one when the server is not on loopback.
-        "api_token": None,
-        # Longest wait between two reconnect attempts to the MQTT broker.
-        "reconnect_max_s": 5.0,
-        # Per device: requests waiting for the device's ack, and more queued
-        # behind them; past both the API answers 429 (0 = no pacing).
-        "max_in_flight": 8,
-        "max_queued": 32,
-        # A device's days (its usage, its bedtime) are in its own time zone,
-        # set with its limits; this one until a parent sets it.
-        "default_timezone": "Asia/Shanghai",
-        # Usage per day (talk time, lessons, translations) older than this is deleted.
-        "usage_retention_days": 90,
-    },
-    # Activation codes a device shows until a parent approves it (with auth.tokens):
-    # how long one lives, and how many may wait in all, per caller address
-    # (an IPv6 /64) and per device-id prefix (a MAC's first three octets).
-    # Behind a reverse proxy every device has the proxy's address: raise per_address.
-    "activation": {
-        "ttl_s": 600,
-        "max_waiting": 100,
-        "per_address": 10,
-        "per_prefix": 20,
-    },
-    # Each device's recent turns, active app task and its state are kept in
-    # the control store, so the conversation goes on on whichever node the
-    # device reconnects to (docs/deploy.md). A child's words: kept keep_hours
-    # after the last turn, then purged; parents opt a device out with
-    # PUT /api/devices/{id}/conversation {"keep": false} (docs/api.md).
-    "conversation": {
-        "keep_hours": 24,
-        "max_turns": 10,
-        "max_bytes": 16384,
-        "keep_by_default": True,
-    },
-    # Nodes sharing one store and one broker (docs/deploy.md). A node says it
-    # lives every heartbeat_s; one silent for node_ttl_s is dropped (on
-    # PostgreSQL a killed node is dropped at once: its connection ends).
-    # SIGTERM or `xiaozhi-server node drain` stops taking new devices, lets
-    # replies under way finish for up to drain_timeout_s, then closes sessions.
-    "fleet": {
-        "heartbeat_s": 1.0,
-        "node_ttl_s": 3.0,
-        "drain_timeout_s": 20.0,
-        # Devices of one household (PUT /api/households/{id}) that hear the
-        # wake word within this window of each other: only the loudest
-        # answers (docs/server.md, Nearest device answers).
-        "wake_window_ms": 400,
-    },
-}
+# Each section: its fields with their defaults and docs. The docs are the
+# comments of the var/server.yaml written on first start (config_types.commented).
+@dataclass(frozen=True)
+class ServerConfig(Section):
+    """Where the server listens."""
+    NAME = "server"
+    host: str = setting("127.0.0.1", "Interface to bind; loopback by default: anything else needs a token or "
+                                     "--insecure.")
+    ws_port: int = setting(8000, "The devices' WebSocket port.")
+    ws_path: str = setting("/xiaozhi/v1/", "The WebSocket's path.")
+    http_port: int = setting(8003, "OTA, the parents' API and the console.")
+    public_host: str | None = setting(None, "Host name devices use to reach this server (OTA answers carry it); "
+                                            "empty: the name the device asked for.")
+    workers: int | Literal["auto"] = setting(
+        "auto", "Processes that hold the voice sessions, sharing the WebSocket port (docs/server.md "
+                "\"Workers\"). \"auto\": one per core under `xiaozhi-server run`; a server embedded in a "
+                "program (tests, benchmarks) stays in its one process unless given a number.")
+
+
+@dataclass(frozen=True)
+class TlsConfig(Section):
+    """TLS for every listener (docs/security.md, "TLS"). With the certificate and its key the WebSocket is
+    wss://, the HTTP port (OTA, the parents' API) https://, and the broker started here gets an mqtts://
+    listener (mqtt.tls_port) with the same files; OTA hands out those URLs. Without them every listener is
+    plain, which the server refuses off loopback unless allow_plain."""
+    NAME = "tls"
+    cert: str | None = setting(None, "PEM file of the certificate chain.")
+    key: str | None = setting(None, "PEM file of its private key.")
+    allow_plain: bool = setting(False, "Plain listeners off loopback (a TLS proxy in front does the TLS).")
+
+
+@dataclass(frozen=True)
+class AuthConfig(Section):
+    """Who may connect a device."""
+    NAME = "auth"
+    tokens: list[str] = setting([], "Tokens accepted in \"Authorization: Bearer <token>\" (or ?authorization=).")
+    allowed_devices: list[str] = setting([], "Device-Id values allowed to connect; empty = any device.")
+    shared_token_history: bool = setting(
+        False, "A session that proved only a shared token (one of `tokens`) may be any device: it gets no kept "
+               "conversation, no memory, and its turns are not recorded, unless this is true (docs/security.md).")
+
+
+@dataclass(frozen=True)
+class LimitsConfig(Section):
+    """What one client may cost the server (docs/security.md). A connection is pending until its HTTP request
+    (line and headers) or its device hello has arrived; past max_pending a new one closes the oldest pending
+    one, past max_connections new ones are refused. Rates are per connection."""
+    NAME = "limits"
+    http_header_timeout_s: float = setting(10, "Seconds for an HTTP request's line and headers.")
+    http_body_timeout_s: float = setting(10, "Seconds for an HTTP request's body.")
+    http_max_body: int = setting(65536, "Largest HTTP request body, in bytes.")
+    http_max_connections: int = setting(2048, "Open HTTP connections.")
+    http_max_pending: int = setting(1024, "HTTP connections whose request has not arrived yet.")
+    ws_handshake_timeout_s: float = setting(10, "Seconds for a WebSocket handshake.")
+    ws_max_connections: int = setting(1024, "Open WebSocket connections.")
+    ws_max_pending: int = setting(512, "WebSocket connections whose device hello has not arrived yet.")
+    ws_binary_per_s: float = setting(50, "Audio frames per second (audio is ~17 frames/s).")
+    ws_binary_burst: float = setting(300, "Audio frames at once (covers buffered wake-word audio).")
+    ws_text_per_s: float = setting(20, "Text messages per second.")
+    ws_text_burst: float = setting(60, "Text messages at once.")
+    ws_flood_close_s: float = setting(2, "Over the rate this long without a quiet second: closed with 1008.")
+    log_interval_s: float = setting(10, "Repeated log lines (refusals, drops) are summarised once per interval.")
+
+
+@dataclass(frozen=True)
+class SessionConfig(Section):
+    """One device's conversation."""
+    NAME = "session"
+    hello_timeout_s: float = setting(10, "A connection that sends no hello within this long is closed.")
+    idle_timeout_s: float = setting(120, "Say goodbye after this long without the user speaking.")
+    wake_words: list[str] = setting(["你好小智", "小智小智", "小智", "hi esp", "hey xiaozhi", "hi xiaozhi", "xiaozhi"],
+                                    "Words a device reports as its wake word: not a question to answer.")
+    wake_quiet_ms: int = setting(
+        1000, "After a wake word the child may go straight on; the short greeting comes only after this much "
+              "quiet (ms of heard audio), since stock firmware mutes its mic while the server speaks.")
+    exit_phrases: list[str] = setting(["再见", "拜拜", "退下吧", "goodbye", "bye bye", "bye-bye"],
+                                      "Words that end the conversation (said in a short utterance).")
+    language: str = setting("zh", "The language spoken until the child's words say otherwise.")
+    max_tool_rounds: int = setting(4, "Tool-call rounds per user turn before the model must answer in words.")
+    tool_timeout_s: float = setting(10, "Seconds a device tool may take to answer.")
+    history_turns: int = setting(10, "Turns of history kept per session (a turn = user + assistant).")
+
+
+@dataclass(frozen=True)
+class PromptsConfig(Section):
+    """What the language model is told (runtime/prompts.py)."""
+    NAME = "prompts"
+    agent: str = setting(
+        "You are Xiaozhi, a warm, patient voice companion for a young child. "
+        "Answer in the language the child used, in one to three short spoken "
+        "sentences, with simple words and no markdown, lists or emoji codes. "
+        "Begin each reply with one emoji that shows your feeling. "
+        "To play an English lesson from the SD card, use start_repeater (never a music tool); "
+        "to change what you are doing (chat, lessons, translation), use switch_app.",
+        "The companion's own system prompt.")
+    agent_proactive: str = setting(
+        "Take the lead gently: when the child is quiet or unsure, suggest something "
+        "to talk about, ask one simple question at a time, and praise their answers.",
+        "Added for the tasks that take the lead (system_prompt_mode agent_proactive).")
+
+
+@dataclass(frozen=True)
+class LinesConfig(Section):
+    """Every spoken line: data/lines.json, and an operator's file merged over it."""
+    NAME = "lines"
+    file: str | None = setting(None, "A JSON file of key -> {language: text} merged over data/lines.json "
+                                     "(a bad file stops the server at start).")
+
+
+@dataclass(frozen=True)
+class AppsConfig(Section):
+    """The App Runtime: the apps and how chat opens."""
+    NAME = "apps"
+    registry: str | None = setting(None, "The app registry; empty = the one shipped in data/apps.json.")
+    opener: Literal["lines", "llm"] = setting("lines", "How chat opens: \"lines\" (one of the opener lines) or "
+                                                       "\"llm\" (the model greets).")
+    opener_lines: dict | None = setting(None, "{language: [texts]} in place of the lines file's `opener` "
+                                              "(data/lines.json); an empty list says nothing.")
+    reinvite_lines: dict | None = setting(None, "{language: [texts]} in place of the lines file's `reinvite`.")
+    reinvite_after_s: float = setting(20, "Seconds of silence after the opener before one more invitation.")
+    max_reinvites: int = setting(1, "How many invitations after the opener.")
+    opener_grace_s: float = setting(1.5, "How long a new session waits for the device's own task request (an "
+                                         "alarm's lesson, say) before chat speaks first.")
+    auto_listen_grace_s: float = setting(1.5, "listen start within this long after our tts stop is the device "
+                                              "going back to listening on its own, not the user asking for chat.")
+    exit_translation_phrases: list[str] = setting(
+        ["退出翻译", "不翻译了", "不用翻译了", "回到聊天", "我们来聊天吧", "聊会天吧",
+         "exit translation", "stop translating", "stop translation", "back to chat"],
+        "Words that leave translation for chat, matched inside a short utterance, ignoring case, spaces, "
+        "punctuation and 儿 (text/phrases.py).")
+
+
+@dataclass(frozen=True)
+class VadConfig(Section):
+    """Voice activity and the end of a turn. A pause shorter than the commit silence is the child taking a
+    breath: the words are joined and nothing is cut. Other keys: the provider's (docs/providers.md)."""
+    NAME = "vad"
+    PROVIDER_KIND = True
+    type: str = setting("silero", "The voice activity detector (docs/providers.md).")
+    silence_ms: int = setting(160, "Silence that ends a turn speculatively (ASR runs, the reply is prepared).")
+    commit_silence_ms: int = setting(700, "The reply is heard after this much silence (pipeline/turn_words.py) "
+                                          "when the words are neither a question nor unfinished.")
+    commit_question_ms: int = setting(500, "... after a question.")
+    commit_stable_question_ms: int = setting(400, "... after a question a streaming ASR's two passes agree on "
+                                                  "(its final text says what its partial text said).")
+    commit_unfinished_ms: int = setting(1200, "... after \"and\", \"um\" or a comma.")
+    threshold: float = setting(0.5, "Speech probability above which a frame is speech.")
+
+
+@dataclass(frozen=True)
+class AsrConfig(Section):
+    """Speech recognition: Whisper base by default; its language detection chooses between the two the
+    product speaks, beam 5 (docs/providers.md, the figures in docs/bench.md). Other keys: the provider's."""
+    NAME = "asr"
+    PROVIDER_KIND = True
+    PROVIDER_DEFAULTS = {
+        "languages": (["zh", "en"], "Whisper: the languages its detection chooses among."),
+        "beam_size": (5, "Whisper: the beam (1 is faster, 5 makes fewer errors)."),
+    }
+    type: str = setting("whisper", "The recogniser (docs/providers.md).")
+    language: str | None = setting(None, "language: zh for a child who speaks only Chinese (fewer errors); "
+                                         "unset: detected.")
+
+
+@dataclass(frozen=True)
+class TtsConfig(Section):
+    """Speech synthesis. Other keys: the provider's (docs/providers.md)."""
+    NAME = "tts"
+    PROVIDER_KIND = True
+    PROVIDER_DEFAULTS = {
+        "providers": ([{"type": "router"}, {"type": "espeak", "voice": "en-us"}],
+                      "fallback: the voices tried in turn (router: the language's own voice)."),
+    }
+    type: str = setting("fallback", "The voice (docs/providers.md).")
+
+
+@dataclass(frozen=True)
+class LlmConfig(Section):
+    """The language model. Other keys: the provider's (docs/providers.md); OPENAI_BASE_URL / OPENAI_API_KEY /
+    OPENAI_MODEL are read too."""
+    NAME = "llm"
+    PROVIDER_KIND = True
+    type: str | None = setting(None, "type unset: OpenAI-compatible if OPENAI_* is set, else the \"no model\" "
+                                     "line.")
+
+
+@dataclass(frozen=True)
+class VisionConfig(Section):
+    """Where a device's camera photos are explained (an explain-image HTTP endpoint, as stock servers run).
+    Handed to devices in MCP initialize; without it the device's self.camera.* tools are not offered."""
+    NAME = "vision"
+    explain_url: str | None = setting(None, "The endpoint's URL.")
+    token: str = setting("", "The bearer token devices send it.")
+
+
+@dataclass(frozen=True)
+class MqttConfig(Section):
+    """The devices' MQTT control channel and its broker."""
+    NAME = "mqtt"
+    url: str | None = setting(None, "Empty: start Debian's mosquitto on 127.0.0.1:<port> if nothing listens "
+                                    "there; it refuses anonymous clients and checks each device's credentials "
+                                    "and topics.")
+    port: int = setting(1883, "The port of the broker started here.")
+    link_port: int = setting(0, "The loopback port of the broker started here that takes only the server's own "
+                                "link (control/broker.py); 0: a free one at each start. Set it when a firewall "
+                                "or a second server on this host must know it.")
+    tls_port: int = setting(8883, "The broker started here listens for devices with TLS on this port of "
+                                  "server.host when tls.cert is set (its plain port stays on loopback).")
+    ca_file: str | None = setting(None, "A configured mqtts:// broker's certificate is checked against this CA "
+                                        "bundle (PEM); empty: the system's CAs.")
+    auth_dir: str | None = setting(None, "Server secret and the device logins of the broker started here (0600); "
+                                         "empty: `mqtt` beside control.db_path.")
+    admin_user: str | None = setting(None, "The broker's dynamic security admin (mosquitto 2's plugin): every "
+                                           "node provisions and revokes device logins with it. For the broker "
+                                           "started here: xiaozhi-admin; for mqtt.url without it no device gets "
+                                           "a login there.")
+    admin_password: str | None = setting(None, "Its password; for the broker started here: derived from the "
+                                               "server secret.")
+    allow_open_broker: bool = setting(False, "A broker that takes anonymous clients or wrong passwords stops the "
+                                             "server at start unless this is true (a test's broker, a closed "
+                                             "network).")
+
+
+@dataclass(frozen=True)
+class ControlConfig(Section):
+    """The parents' API and its store (authoritative for schedules)."""
+    NAME = "control"
+    db_path: str = setting(os.path.join("var", "control.db"), "The SQLite file of the store.")
+    db_url: str | None = setting(None, "A PostgreSQL database instead (postgresql://user:password@host:5432/"
+                                       "dbname), which nodes share (docs/deploy.md).")
+    api_token: str | None = setting(None, "Bearer token for /api/...; required always when set, and the API "
+                                          "refuses every call without one when the server is not on loopback.")
+    reconnect_max_s: float = setting(5.0, "Longest wait between two reconnect attempts to the MQTT broker.")
+    max_in_flight: int = setting(8, "Per device: requests waiting for the device's ack (0 = no pacing).")
+    max_queued: int = setting(32, "Per device: requests queued behind them; past both the API answers 429.")
+    default_timezone: str = setting("Asia/Shanghai", "A device's days (its usage, its bedtime) are in its own "
+                                                     "time zone, set with its limits; this one until a parent "
+                                                     "sets it.")
+    usage_retention_days: float = setting(90, "Usage per day (talk time, lessons, translations) older than this "
+                                              "is deleted.")
+
+
+@dataclass(frozen=True)
+class ActivationConfig(Section):
+    """Activation codes a device shows until a parent approves it (with auth.tokens). Behind a reverse proxy
+    every device has the proxy's address: raise per_address."""
+    NAME = "activation"
+    ttl_s: float = setting(600, "How long one code lives.")
+    max_waiting: int = setting(100, "Codes waiting in all.")
+    per_address: int = setting(10, "Codes waiting per caller address (an IPv6 /64).")
+    per_prefix: int = setting(20, "Codes waiting per device-id prefix (a MAC's first three octets).")
+
+
+@dataclass(frozen=True)
+class ConversationConfig(Section):
+    """Each device's recent turns, active app task and its state are kept in the control store, so the
+    conversation goes on on whichever node the device reconnects to (docs/deploy.md). Parents opt a device
+    out with PUT /api/devices/{id}/conversation {"keep": false} (docs/api.md)."""
+    NAME = "conversation"
+    keep_hours: float = setting(24, "A child's words are kept this long after the last turn, then purged.")
+    max_turns: int = setting(10, "Turns kept.")
+    max_bytes: int = setting(16384, "Bytes kept.")
+    keep_by_default: bool = setting(True, "Whether a device's conversation is kept until a parent says.")
+
+
+@dataclass(frozen=True)
+class FleetConfig(Section):
+    """Nodes sharing one store and one broker (docs/deploy.md). SIGTERM or `xiaozhi-server node drain` stops
+    taking new devices, lets replies under way finish, then closes sessions."""
+    NAME = "fleet"
+    heartbeat_s: float = setting(1.0, "A node says it lives this often.")
+    node_ttl_s: float = setting(3.0, "A node silent this long is dropped (on PostgreSQL a killed node is "
+                                     "dropped at once: its connection ends).")
+    drain_timeout_s: float = setting(20.0, "How long a draining node lets replies under way finish.")
+    wake_window_ms: float = setting(400, "Devices of one household (PUT /api/households/{id}) that hear the wake "
+                                         "word within this window of each other: only the loudest answers "
+                                         "(docs/server.md, Nearest device answers).")
+
+
+SECTIONS: list[type[Section]] = [
+    ServerConfig, TlsConfig, AuthConfig, LimitsConfig, SessionConfig, PromptsConfig, LinesConfig, AppsConfig,
+    VadConfig, AsrConfig, TtsConfig, LlmConfig, VisionConfig, MqttConfig, ControlConfig, ActivationConfig,
+    ConversationConfig, FleetConfig]
+
+# The defaults as one nested dict, made from the sections (what the file merges over).
+DEFAULTS = {cls.NAME: cls.defaults() for cls in SECTIONS}
 
 # variable -> (section, key, how its text becomes the setting)
 ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
@@ -259,10 +328,6 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
 }
 
 
-class ConfigError(Exception):
-    pass
-
-
 def _flag(name, text):
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -272,7 +337,7 @@ def _flag(name, text):
     raise ValueError("%s must be true or false" % name)
 
 
-PROVIDER_SECTIONS = ("llm", "asr", "tts", "vad")
+PROVIDER_SECTIONS = tuple(cls.NAME for cls in SECTIONS if cls.PROVIDER_KIND)
 
 
 def merge(base: dict, over: dict | None, where: str = "config") -> dict:
@@ -298,13 +363,8 @@ def merge(base: dict, over: dict | None, where: str = "config") -> dict:
 # Keys of a provider section read by the pipeline, whatever the provider:
 # the turn timing in pipeline/listener.py and turn_words.py, and the ASR
 # language pipeline/chain.py hands the transcriber.
-SHARED_PROVIDER_KEYS = {
-    "vad": ("type", "silence_ms", "commit_silence_ms", "commit_question_ms", "commit_stable_question_ms",
-            "commit_unfinished_ms", "threshold"),
-    "asr": ("type", "language"),
-    "tts": ("type",),
-    "llm": ("type",),
-}
+SHARED_PROVIDER_KEYS = {cls.NAME: tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+                        for cls in SECTIONS if cls.PROVIDER_KIND}
 
 
 def provider_keys(section: str, value: dict) -> set[str] | None:
@@ -333,12 +393,6 @@ def provider_keys(section: str, value: dict) -> set[str] | None:
     return keys
 
 
-def _unknown(where: str, key, known, reader: str = "") -> ConfigError:
-    near = difflib.get_close_matches(str(key), [str(k) for k in known], n=1)
-    hint = "; did you mean %s?" % near[0] if near else "; known: %s" % ", ".join(sorted(map(str, known)))
-    return ConfigError("%s: unknown setting %s%s%s" % (where, key, reader, hint))
-
-
 def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS, path: str = "") -> None:
     """Refuse a key the server does not read, at any depth, naming its dotted
     path and the nearest known key: `vad: {silense_ms: 300}` would otherwise
@@ -350,7 +404,7 @@ def refuse_unknown(data: dict, where: str = "config", defaults: dict = DEFAULTS,
     for key, value in data.items():
         dotted = path + "." + str(key) if path else str(key)
         if key not in defaults and not (path == "" and key in PROVIDER_SECTIONS):
-            raise _unknown(where, dotted, [path + "." + k if path else k for k in defaults])
+            raise unknown(where, dotted, [path + "." + k if path else k for k in defaults])
         if path == "" and key in PROVIDER_SECTIONS:
             if value is None:
                 continue
@@ -391,7 +445,7 @@ def _refuse_unknown_provider(where: str, kind: str, dotted: str, value: dict, al
     for sub in value:
         if sub not in allowed:
             reader = " (not read by %s type %s)" % (kind, value["type"]) if value.get("type") else ""
-            raise _unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
+            raise unknown(where, dotted + "." + str(sub), [dotted + "." + k for k in allowed], reader)
     for member_path, member, keys in _members(kind, dotted, value):
         _refuse_unknown_provider(where, kind, member_path, member, keys)
 
@@ -420,6 +474,8 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None, write_de
             except ValueError:
                 raise ConfigError("%s=%r is not a valid %s.%s" % (var, env[var], section, key))
     check(cfg)
+    for cls in SECTIONS:
+        cls.of(cfg, path)       # each value of the declared type, or the path and the type expected
     return cfg
 
 
@@ -495,19 +551,19 @@ def _api_token(cfg: dict) -> None:
 
 
 def write_defaults(path: str) -> None:
-    """A file that shows every default commented out: a setting left as it is
-    follows the defaults of the version that runs, so a later release's better
-    default (a new VAD rule, say) is not frozen at the one of the first start."""
+    """A file that shows every default commented out, with its doc: a setting
+    left as it is follows the defaults of the version that runs, so a later
+    release's better default (a new VAD rule, say) is not frozen at the one
+    of the first start."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    shown = yaml.safe_dump(DEFAULTS, allow_unicode=True, sort_keys=False)
+    header = ("xiaozhi-apps server configuration, written on first start.\n"
+              "Every setting is shown commented out with its default, its doc above it: uncomment a\n"
+              "section's line and the lines you change. What stays commented follows the running\n"
+              "version's defaults. Environment variables override this file: %s,\n"
+              "and OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL for the language model.\n"
+              % ", ".join(sorted(ENV_OVERRIDES)))
     with open(path, "w", encoding="utf-8") as f:
-        f.write("# xiaozhi-apps server configuration, written on first start.\n"
-                "# Every setting is shown commented out with its default: uncomment a section's\n"
-                "# line and the lines you change. What stays commented follows the running\n"
-                "# version's defaults. Environment variables override this file: %s,\n"
-                "# and OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL for the language model.\n"
-                % ", ".join(sorted(ENV_OVERRIDES)))
-        f.writelines("# " + line + "\n" if line else "#\n" for line in shown.splitlines())
+        f.write(commented(SECTIONS, header))
 
 
 def cores() -> int:
