@@ -151,10 +151,9 @@ def run_turns(count=24):
     rng = random.Random(SEED)
     utterances = build(count, rng)
     slow = build(max(4, count // 2), rng, SLOW_PAUSE_MS)
-    cfg = configmod.DEFAULTS
-    vcfg = cfg["vad"]
-    vad = create("vad", vcfg)
-    threshold, silence_ms = vcfg.get("threshold", 0.5), vcfg.get("silence_ms", 160)
+    vcfg = configmod.VadConfig()
+    vad = create("vad", configmod.DEFAULTS["vad"])
+    threshold, silence_ms = vcfg.threshold, vcfg.silence_ms
     by_words = CommitSilence.from_config(vcfg, floor_ms=silence_ms)
     fixed = CommitSilence(max(silence_ms, FIXED_COMMIT_MS))
     words_label = "words choose (%d/%d/%d ms)" % (by_words.question_ms, by_words.default_ms,
@@ -164,7 +163,7 @@ def run_turns(count=24):
     # (commit_stable_question_ms); here every question counts as agreed on, the worst case.
     stable = CommitSilence(by_words.default_ms, by_words.stable_question_ms, by_words.unfinished_ms)
     stable_label = "words choose, a question its passes agree on at %d ms" % by_words.stable_question_ms
-    words = Words(dict(cfg["asr"], type=cfg["asr"].get("type", "whisper")))
+    words = Words(configmod.DEFAULTS["asr"])
     try:
         runs = {}
         for name, commit in (("words", by_words), ("fixed", fixed), ("stable", stable)):

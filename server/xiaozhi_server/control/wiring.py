@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from .. import config as configmod
 from .api import add_routes
@@ -102,10 +102,8 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
 def family(config: dict, store: Store | None = None) -> Family:
     """The limits and usage of each device, on the control store (its own
     connection to it when `store` is None: a worker process's sessions)."""
-    ctl = config.get("control") or {}
-    defaults = cast(dict, configmod.DEFAULTS["control"])
-    return Family(store or Store(db_target(config)), ctl.get("default_timezone") or defaults["default_timezone"],
-                  int(ctl.get("usage_retention_days") or defaults["usage_retention_days"]))
+    ctl = configmod.ControlConfig.of(config)
+    return Family(store or Store(db_target(config)), ctl.default_timezone, int(ctl.usage_retention_days))
 
 
 async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
+from ..config import AsrConfig, PromptsConfig, SessionConfig, VadConfig
 from .asr import Transcriber
 from .dialogue import Dialogue
 from .listener import Listener, Utterance
@@ -61,8 +62,8 @@ class Chain:
     def listener(self, on_speech_start: Callable[[], Awaitable[None]],
                  on_utterance: Callable[[Utterance], Awaitable[None]]) -> Listener:
         s = self.services
-        transcriber = Transcriber(s.asr, language=self.config["asr"].get("language"))
-        return Listener(s.vad, transcriber, on_speech_start, on_utterance, vad_config=self.config.get("vad"))
+        transcriber = Transcriber(s.asr, language=AsrConfig.of(self.config).language)
+        return Listener(s.vad, transcriber, on_speech_start, on_utterance, vad_config=VadConfig.of(self.config))
 
     async def heard(self, text: str) -> str | Instead | None:
         """The child's words through WORDS; None when a stage dropped them,
@@ -77,10 +78,10 @@ class Chain:
     # ---- decide ----
 
     def dialogue(self, tools: ToolTable, language: str) -> Dialogue:
-        cfg = self.config["session"]
-        return Dialogue(self.services.llm, tools, self.config["prompts"]["agent"],
-                        history_turns=cfg.get("history_turns", 10),
-                        max_rounds=cfg.get("max_tool_rounds", 4), language=language,
+        cfg = SessionConfig.of(self.config)
+        return Dialogue(self.services.llm, tools, PromptsConfig.of(self.config).agent,
+                        history_turns=cfg.history_turns,
+                        max_rounds=cfg.max_tool_rounds, language=language,
                         lines=self.services.lines)
 
     # ---- outbound ----

@@ -37,6 +37,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+from ..config import VadConfig
 from .asr import AsrFailed
 from .opus import OpusDecoder
 from .turn import EndOfTurnDetector
@@ -52,7 +53,6 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 200   # 12 s of audio; beyond that the device is flooding us
 MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
-SILENCE_MS = 160                 # default speculative end of turn (config vad.silence_ms)
 ONSET_PATIENCE_S = 1.0           # the clock's commit waits this long for a voice starting again
 
 
@@ -97,12 +97,12 @@ class _Tentative:
 
 class Listener:
     def __init__(self, vad_provider: VadProvider, asr: Transcriber, on_speech_start: Callable[[], Awaitable[None]],
-                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: dict | None = None) -> None:
+                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: VadConfig | None = None) -> None:
         self.asr = asr
         self._on_start = on_speech_start
         self._on_utterance = on_utterance
         self._vad_provider = vad_provider
-        self._vad_cfg = dict(vad_config or {})
+        self._vad_cfg = vad_config or VadConfig()
         self.detector: EndOfTurnDetector | None = None   # built on first audio (a few KB of VAD state)
         self.decoder = OpusDecoder()
         self.mode = "auto"
@@ -119,7 +119,7 @@ class Listener:
         self._manual_speech = False
         self._tentative: _Tentative | None = None
         self._prefix = b""             # words of a resumed utterance, joined to the next
-        self.silence_ms = int(self._vad_cfg.get("silence_ms", SILENCE_MS))
+        self.silence_ms = self._vad_cfg.silence_ms
         self.commit = CommitSilence.from_config(self._vad_cfg, floor_ms=self.silence_ms)
         self.resumed = 0
         self.dropped = 0
@@ -201,7 +201,7 @@ class Listener:
         if self.detector is None:
             stream = await run_blocking(self._vad_provider.open)
             cfg = self._vad_cfg
-            self.detector = EndOfTurnDetector(stream, threshold=cfg.get("threshold", 0.5),
+            self.detector = EndOfTurnDetector(stream, threshold=cfg.threshold,
                                               silence_ms=self.silence_ms)
         return self.detector
 

@@ -27,7 +27,12 @@ default wait.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..text.lang import has_han
+
+if TYPE_CHECKING:
+    from ..config import VadConfig
 
 QUESTION, UNFINISHED, OTHER = "question", "unfinished", "other"
 
@@ -84,14 +89,10 @@ class CommitSilence:
         self.stable_question_ms = self.question_ms if stable_question_ms is None else stable_question_ms
 
     @classmethod
-    def from_config(cls, vad_cfg: dict, floor_ms: int = 0) -> "CommitSilence":
+    def from_config(cls, vad: VadConfig, floor_ms: int = 0) -> "CommitSilence":
         """From the `vad` config; no wait shorter than `floor_ms` (the speculative silence)."""
-        default = max(floor_ms, int(vad_cfg.get("commit_silence_ms", 700)))
-
-        def key(name):
-            v = vad_cfg.get(name)
-            return None if v is None else max(floor_ms, int(v))
-        return cls(default, key("commit_question_ms"), key("commit_unfinished_ms"), key("commit_stable_question_ms"))
+        return cls(*(max(floor_ms, ms) for ms in (vad.commit_silence_ms, vad.commit_question_ms,
+                                                  vad.commit_unfinished_ms, vad.commit_stable_question_ms)))
 
     @staticmethod
     def prepare_reply(text: str) -> bool:

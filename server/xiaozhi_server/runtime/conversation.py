@@ -3,7 +3,7 @@ recent turns, the active app task and its state, kept in the control store
 (port.ConversationStore) so a device that reconnects to another node, or to
 this one after a restart, goes on where it was.
 
-    carry = Carry(store, config["conversation"], session, runtime)
+    carry = Carry(store, ConversationConfig.of(config), session, runtime)
     await carry.restore()      # after hello, before the device's first words are read
     carry.kept_task            # the task it was in, until the device says whether it still runs it
     carry.changed()            # after each turn joined the history, and at a task switch
@@ -33,6 +33,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..config import ConversationConfig
     from .port import ConversationStore, SessionPort
     from .runtime import AppRuntime
 
@@ -55,14 +56,14 @@ def bounded(history: list[dict], max_turns: int, max_bytes: int) -> list[dict]:
 
 
 class Carry:
-    def __init__(self, store: ConversationStore | None, cfg: dict, session: SessionPort,
+    def __init__(self, store: ConversationStore | None, cfg: ConversationConfig, session: SessionPort,
                  runtime: AppRuntime) -> None:
         self.store = store
         self.session = session
         self.runtime = runtime
-        self.max_age_s = float(cfg["keep_hours"]) * 3600
-        self.max_turns = int(cfg["max_turns"])
-        self.max_bytes = int(cfg["max_bytes"])
+        self.max_age_s = cfg.keep_hours * 3600
+        self.max_turns = cfg.max_turns
+        self.max_bytes = cfg.max_bytes
         self.restored_turns = 0
         self.ready = False      # nothing is saved before the kept conversation was read
         self.restored = asyncio.Event()     # set once restore() is over, kept or not

@@ -24,6 +24,7 @@ from ..pipeline.listener import committed
 from ..text.phrases import says
 
 if TYPE_CHECKING:
+    from ..config import AppsConfig
     from ..pipeline.listener import Utterance
     from .port import ModeDriver, SessionPort
 
@@ -59,7 +60,7 @@ class Mode:
 
 
 def says_goodbye(runtime: ModeDriver, text: str) -> bool:
-    return says(text, runtime.session_cfg.get("exit_phrases", ()), GOODBYE_MAX_CHARS)
+    return says(text, runtime.session_cfg.exit_phrases, GOODBYE_MAX_CHARS)
 
 
 class Chat(Mode):
@@ -145,9 +146,9 @@ class Translation(Mode):
         runtime.session.start_reply(self._translate, runtime.session, text, app, utterance)
 
     @staticmethod
-    def is_exit(cfg: dict, text: str) -> bool:
+    def is_exit(cfg: AppsConfig, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
-        return says(text, cfg.get("exit_translation_phrases", ()), EXIT_TRANSLATION_MAX_CHARS)
+        return says(text, cfg.exit_translation_phrases, EXIT_TRANSLATION_MAX_CHARS)
 
     async def _translate(self, session, text, app, utterance=None):
         try:
@@ -175,7 +176,7 @@ class PlayAudio(Mode):
     async def listen_start(self, runtime):
         # Stock devices send listen start after every tts stop: one soon after
         # our own line is that automatic return, not the child asking for chat.
-        if time.monotonic() - runtime.session.last_tts_stop < runtime.cfg.get("auto_listen_grace_s", 1.5):
+        if time.monotonic() - runtime.session.last_tts_stop < runtime.cfg.auto_listen_grace_s:
             return
         await runtime.on_wake("")
 

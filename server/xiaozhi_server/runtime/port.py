@@ -17,6 +17,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol
 
 if TYPE_CHECKING:
+    from ..config import AppsConfig, SessionConfig
     from ..mcp.device_client import DeviceMcp
     from ..mcp.tools import ToolTable
     from ..pipeline.dialogue import Dialogue
@@ -98,8 +99,8 @@ class ModeDriver(Protocol):
     """What a mode's handler (modes.py) uses of the App Runtime that calls it."""
 
     session: SessionPort
-    cfg: dict                   # the config's `apps` section
-    session_cfg: dict           # the config's `session` section
+    cfg: AppsConfig             # the config's `apps` section
+    session_cfg: SessionConfig  # the config's `session` section
     task: Task | None           # the running task
     memory: Memory              # the chat app's memory of the child
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from .modes import chat_reply
 
 if TYPE_CHECKING:
+    from ..config import AppsConfig
     from .port import SessionPort
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ LLM_OPENER_CUE = ("(The child has just come to talk with you. Greet them warmly 
 
 
 class Proactive:
-    def __init__(self, session: SessionPort, cfg: dict, llm_configured: bool = True) -> None:
+    def __init__(self, session: SessionPort, cfg: AppsConfig, llm_configured: bool = True) -> None:
         self.session = session
         self.cfg = cfg
         self.llm_configured = llm_configured
@@ -45,7 +46,7 @@ class Proactive:
 
     def _line(self, key):
         """One of the config's `<key>_lines` if it gives them, else of the lines file's `<key>`."""
-        given = self.cfg.get(key + "_lines")
+        given = getattr(self.cfg, key + "_lines", None)    # opener_no_model has none
         if given is None:
             choice = self.session.lines.choices(key, self.session.language)
         else:
@@ -60,7 +61,7 @@ class Proactive:
         if self.session.last_user_speech > entered_at or self.session.closed:
             return  # the child is already talking: answering beats greeting
         started = time.monotonic()
-        if not self.llm_configured and self.cfg.get("opener_lines") is None:
+        if not self.llm_configured and self.cfg.opener_lines is None:
             # Nothing could answer a chat: no invitation to one, but what
             # to configure instead (said, not armed for a second invitation).
             line = self._line("opener_no_model")
@@ -68,7 +69,7 @@ class Proactive:
                 self.spoken.append(line)
                 await self.session.say(line)
             return
-        if self.cfg.get("opener") == "llm" and self.llm_configured:
+        if self.cfg.opener == "llm" and self.llm_configured:
             t = self.session.start_reply(chat_reply, self.session, LLM_OPENER_CUE)
             await asyncio.wait({t})
             heard = t.done() and not t.cancelled()
@@ -83,12 +84,12 @@ class Proactive:
             self._arm()
 
     def _arm(self):
-        if self.invites >= int(self.cfg.get("max_reinvites", 1)):
+        if self.invites >= self.cfg.max_reinvites:
             return
         self._timer = self.session.spawn(self._wait_then_invite(time.monotonic()))
 
     async def _wait_then_invite(self, armed_at):
-        await asyncio.sleep(float(self.cfg.get("reinvite_after_s", 20)))
+        await asyncio.sleep(self.cfg.reinvite_after_s)
         await self.session.child_done()
         if self.session.last_user_speech > armed_at or self.session.closed:
             return

@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..config import PromptsConfig
     from .registry import Task
 
 
-def system_prompt(prompts: dict[str, str], task: Task, memory: str = "") -> str:
-    parts = [prompts["agent"]]
-    if task.prompt_mode == "agent_proactive" and prompts.get("agent_proactive"):
-        parts.append(prompts["agent_proactive"])
+def system_prompt(prompts: PromptsConfig, task: Task, memory: str = "") -> str:
+    parts = [prompts.agent]
+    if task.prompt_mode == "agent_proactive" and prompts.agent_proactive:
+        parts.append(prompts.agent_proactive)
     if task.prompt:
         parts.append(task.prompt)
     if memory and task.prompt_mode in ("agent", "agent_proactive"):

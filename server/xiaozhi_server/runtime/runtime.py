@@ -29,6 +29,7 @@ from .lessons import lesson_names
 from .memory import Memory
 from .modes import HANDLERS
 from .proactive import Proactive
+from ..config import AppsConfig, ConversationConfig, PromptsConfig, SessionConfig
 from .prompts import system_prompt
 from .registry import Registry, RegistryError, skill_args
 
@@ -101,9 +102,9 @@ class AppRuntime:
                  conversations: ConversationStore | None = None) -> None:
         self.session = session
         self.registry = registry
-        self.cfg = config["apps"]
-        self.session_cfg = config["session"]
-        self.prompts = config["prompts"]
+        self.cfg = AppsConfig.of(config)
+        self.session_cfg = SessionConfig.of(config)
+        self.prompts = PromptsConfig.of(config)
         self.task: Task | None = None
         self.params: dict = {}
         self.source: str | None = None
@@ -117,7 +118,7 @@ class AppRuntime:
         self._skills_task: asyncio.Task | None = None
         # The conversation kept between connections (conversation.py): the
         # history grows, the task switches, it is saved.
-        self.carry = Carry(conversations, config["conversation"], session, self)
+        self.carry = Carry(conversations, ConversationConfig.of(config), session, self)
         session.dialogue.on_turn = self.carry.changed
         # Server skills by the name apps.json gives them. `translate` (the
         # seed's name for the translation task's skill) announces, too: the
@@ -249,7 +250,7 @@ class AppRuntime:
         """The session's start: chat speaks first, unless the device asks for a
         task of its own at once (an alarm's lesson must not be preceded by a
         chat opener) or the child is already talking."""
-        grace = float(self.cfg.get("opener_grace_s", 1.5))
+        grace = self.cfg.opener_grace_s
         s = self.session
         await self.carry.restored.wait()    # bounded: conversation.RESTORE_WAIT_S
         if s.hello and (s.hello.get("features") or {}).get("mcp"):

@@ -31,6 +31,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Protocol, cast
 
 from .. import protocol as proto
+from ..config import SessionConfig
 from ..mcp.device_client import DeviceMcp
 from ..mcp.tools import ToolTable
 from ..pipeline.chain import Chain
@@ -101,13 +102,13 @@ class Session:
                  protocol_version: int = 1, peer: str | None = None) -> None:
         self.ws = ws
         self.services = services
-        self.cfg = services.config["session"]
+        self.cfg = SessionConfig.of(services.config)
         self.id = uuid.uuid4().hex[:16]
         self.device_id = device_id
         self.client_id = client_id
         self.version = protocol_version if protocol_version in (1, 2, 3) else 1
         self.peer = peer
-        self.language = self.cfg.get("language", "zh")
+        self.language = self.cfg.language
         self.lines = services.lines             # every line it speaks (text/lines.py)
         self.family = getattr(services, "family", None)    # limits and usage (runtime/port.py FamilyRules)
         self.hello: dict | None = None
@@ -129,7 +130,7 @@ class Session:
         self.last_tts_stop = 0.0        # when we last sent tts stop
         self.runtime: AppRuntime | None = None             # the App Runtime, from the hello on
         self.tools = ToolTable()
-        self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.get("tool_timeout_s", 10),
+        self.mcp = DeviceMcp(self._send_rpc, timeout_s=self.cfg.tool_timeout_s,
                              vision=services.config.get("vision"))
         # the family's store (pipeline/care.py's CarePort; None without a control store)
         self.care = getattr(services, "care", None)
@@ -223,13 +224,13 @@ class Session:
             await self._cleanup()
 
     async def _handshake(self):
-        deadline = time.monotonic() + self.cfg.get("hello_timeout_s", 10)
+        deadline = time.monotonic() + self.cfg.hello_timeout_s
         while True:
             left = deadline - time.monotonic()
             try:
                 message = await asyncio.wait_for(self.ws.recv(), max(left, 0.001))
             except asyncio.TimeoutError:
-                log.info("[%s] no hello within %s s: closing", self.device_id, self.cfg.get("hello_timeout_s", 10))
+                log.info("[%s] no hello within %s s: closing", self.device_id, self.cfg.hello_timeout_s)
                 await self.ws.close(4000, "no hello")
                 return False
             if not isinstance(message, str):
@@ -455,7 +456,7 @@ class Session:
 
     def _is_wake_word(self, text):
         t = plain(text)
-        return bool(t) and t in [plain(w) for w in self.cfg.get("wake_words", ())]
+        return bool(t) and t in [plain(w) for w in self.cfg.wake_words]
 
     async def abort(self, reason: str) -> None:
         """Stop speaking now; nothing of what was in flight may follow."""
@@ -549,7 +550,7 @@ class Session:
         that sends no audio (the browser page) counts as quiet after 1.5 times
         as long on the clock. Heard audio, not the clock, decides while audio
         flows, so a VAD running late on a busy machine never greets over words."""
-        quiet_ms = int(self.cfg.get("wake_quiet_ms", 1000))
+        quiet_ms = self.cfg.wake_quiet_ms
         lis = self.listener
         heard0 = lis.heard_ms
         while not self.closed:
@@ -683,7 +684,7 @@ class Session:
         await self.close("exit phrase")
 
     async def _watch_idle(self):
-        limit = self.cfg.get("idle_timeout_s", 120)
+        limit = self.cfg.idle_timeout_s
         while not self.closed:
             await asyncio.sleep(min(1.0, limit / 4))
             busy = self.speaker.speaking or (self.reply_task is not None and not self.reply_task.done())

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from websockets.asyncio.server import Server, ServerConnection, serve
 
 from .. import protocol as proto
+from ..config import SessionConfig
 from ..logthrottle import LogThrottle
 from ..session.session import Session
 from . import auth, tls
@@ -71,7 +72,7 @@ class WsServer:
         self.path = cfg["ws_path"]
         self.ssl = tls.server_context(services.config)
         self.limits = services.config["limits"]
-        hello_s = float(services.config["session"].get("hello_timeout_s", 10))
+        hello_s = SessionConfig.of(services.config).hello_timeout_s
         self.guard = ConnectionGuard("WebSocket", int(self.limits["ws_max_connections"]),
                                      int(self.limits["ws_max_pending"]),
                                      float(self.limits["ws_handshake_timeout_s"]) + hello_s,

@@ -13,6 +13,7 @@ import pytest
 from testkit import audio
 from testkit.control_api import eventually
 from testkit.fake_funasr import FakeFunAsr
+from xiaozhi_server.config import VadConfig
 from xiaozhi_server.pipeline.asr import Transcriber
 from xiaozhi_server.pipeline.listener import Listener
 from xiaozhi_server.providers import create
@@ -54,9 +55,14 @@ class Heard:
 
 
 def listener(vad, funasr, heard, **vad_config):
+    # A commit silence the test does not name waits commit_silence_ms: only the ones it names are sooner.
+    wait = vad_config.setdefault("commit_silence_ms", VadConfig().commit_silence_ms)
+    vad_config.setdefault("commit_question_ms", wait)
+    vad_config.setdefault("commit_unfinished_ms", wait)
+    vad_config.setdefault("commit_stable_question_ms", vad_config["commit_question_ms"])
     asr = create("asr", {"type": "funasr", "url": funasr.url, "connect_timeout": WAIT, "final_timeout": WAIT})
     lis = Listener(vad, Transcriber(asr, language="zh"), heard.on_start, heard.on_utterance,
-                   vad_config=vad_config)
+                   vad_config=VadConfig(**vad_config))
     lis.start("auto")
     return lis
 
