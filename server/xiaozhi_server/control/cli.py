@@ -17,7 +17,9 @@ API of a running server (so the server stays the one writer of the store):
 The server's address and API token come from --server/--token, else
 $XIAOZHI_SERVER/$XIAOZHI_API_TOKEN, else the config the server reads
 (var/server.yaml and its XIAOZHI_* overrides: server.http_port,
-control.api_token), so a server on another port is found as it runs.
+control.api_token), so a server on another port is found as it runs. A
+file there that the server would refuse stops the command with what is
+wrong with it, rather than a guess at the default server and no token.
 
 Exit status: 0 done, 1 the server refused or is not running, 2 bad arguments.
 """
@@ -44,13 +46,16 @@ class CliError(Exception):
 
 
 def config_defaults(path=None):
-    """(server URL, API token) as the server's own config gives them; the
-    built-in defaults when it is missing or unreadable."""
+    """(server URL, API token, problem) as the server's own config gives
+    them; the built-in defaults when there is no file. problem: what is wrong
+    with a file that is there but refused (a typo, bad YAML, a wrong type):
+    the server would not start with it, and guessing the default server and
+    no token would send the parent's command elsewhere or unauthenticated."""
     from .. import config as configmod
     try:
         cfg = configmod.load(path, write_default=False)
-    except (configmod.ConfigError, OSError):
-        return DEFAULT_SERVER, None
+    except (configmod.ConfigError, OSError) as e:
+        return DEFAULT_SERVER, None, str(e)
     host = cfg["server"]["host"]
     if not host or host in ("0.0.0.0", "::", "[::]"):
         host = "127.0.0.1"      # a wildcard bind answers on loopback too
@@ -58,17 +63,19 @@ def config_defaults(path=None):
         host = "[%s]" % host
     scheme = "https" if (cfg.get("tls") or {}).get("cert") else "http"
     return "%s://%s:%d" % (scheme, host, int(cfg["server"]["http_port"])), \
-        (cfg.get("control") or {}).get("api_token") or None
+        (cfg.get("control") or {}).get("api_token") or None, None
 
 
 def add_parsers(sub):
-    server, token = config_defaults()
+    server, token, problem = config_defaults()
 
     def common(p):
-        p.add_argument("--server", default=os.environ.get("XIAOZHI_SERVER") or server,
+        # None: not given, so the config file's (or, with the file refused, an error at run).
+        p.add_argument("--server", default=os.environ.get("XIAOZHI_SERVER"),
                        help="the running server's HTTP address (default %s: var/server.yaml's)" % server)
-        p.add_argument("--token", default=os.environ.get("XIAOZHI_API_TOKEN") or token,
+        p.add_argument("--token", default=os.environ.get("XIAOZHI_API_TOKEN"),
                        help="API token (default $XIAOZHI_API_TOKEN, else control.api_token)")
+        p.set_defaults(config_server=server, config_token=token, config_problem=problem)
 
     t = sub.add_parser("task", help="start a task on a device now").add_subparsers(dest="action", required=True)
     p = t.add_parser("start", help="send START_APP_TASK")
@@ -366,8 +373,22 @@ _RUN = {("task", "start"): _task_start, ("schedule", "add"): _schedule_add, ("sc
         ("node", "drain"): lambda a: cli_nodes.node_drain(a, call, _ok)}
 
 
+def _from_config(args):
+    """--server and --token not given: the config file's, unless it is refused
+    (exit 2, saying what is wrong with it)."""
+    if args.server is not None and args.token is not None:
+        return
+    if args.config_problem:
+        raise CliError("%s\n(fix the file, or give --server and --token)" % args.config_problem, 2)
+    if args.server is None:
+        args.server = args.config_server
+    if args.token is None:
+        args.token = args.config_token
+
+
 def run(args):
     try:
+        _from_config(args)
         return _RUN[("device" if args.cmd == "devices" else args.cmd, args.action)](args)
     except CliError as e:
         print("xiaozhi-server: %s" % e, file=sys.stderr)

@@ -118,3 +118,29 @@ async def test_the_cli_finds_the_server_and_its_token_in_var_server_yaml(start_c
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
+
+
+async def test_a_refused_var_server_yaml_stops_the_cli_saying_what_is_wrong(tmp_path):
+    # The parent's file has a typo: the server would not start with it, and
+    # the CLI must not guess the default server and no token instead.
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "server.yaml").write_text("server: {http_port: 8013}\ncontrol: {api_tokn: x}\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("XIAOZHI_SERVER", "XIAOZHI_API_TOKEN")}
+
+    async def run(*args):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "xiaozhi_server", *args, cwd=tmp_path, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode, err.decode()
+
+    rc, err = await run("device", "codes")
+    assert rc == 2, err
+    assert "var/server.yaml: unknown setting control.api_tokn; did you mean control.api_token?" in err, err
+    assert "no server at" not in err and "Traceback" not in err, err
+    (tmp_path / "var" / "server.yaml").write_text("server: {http_port: eighty}\n")
+    rc, err = await run("schedule", "list", "dev1")
+    assert rc == 2 and "server.http_port: expected a whole number, got 'eighty'" in err, err
+    # Given both, the file is not needed: the command goes to the server named.
+    rc, err = await run("schedule", "list", "dev1", "--server", "http://127.0.0.1:9", "--token", "t")
+    assert rc == 1 and "no server at http://127.0.0.1:9" in err, err
