@@ -54,13 +54,12 @@ def broker(config: dict) -> Broker:
     """The Broker: the configured one (mqtt.url), else one started here on
     loopback that keeps the device logins (dynamic security)."""
     creds = Credentials(auth_dir(config)).load()
-    m = config["mqtt"]
-    tls = config.get("tls") or {}
-    listener = dict(cert=tls.get("cert"), key=tls.get("key"), host=config["server"]["host"],
-                    port=int(m.get("tls_port") or 8883)) if tls.get("cert") else None
-    return Broker(m.get("url"), m.get("port"), creds, admin_user=m.get("admin_user"),
-                  admin_password=m.get("admin_password"), allow_open=bool(m.get("allow_open_broker")),
-                  tls=listener, ca_file=m.get("ca_file"), link_port=int(m.get("link_port") or 0))
+    m = configmod.MqttConfig.of(config)
+    tls = configmod.TlsConfig.of(config)
+    listener = dict(cert=tls.cert, key=tls.key, host=config["server"]["host"],
+                    port=m.tls_port) if tls.cert else None
+    return Broker(m.url, m.port, creds, admin_user=m.admin_user, admin_password=m.admin_password,
+                  allow_open=m.allow_open_broker, tls=listener, ca_file=m.ca_file, link_port=m.link_port)
 
 
 def create(config: dict, registry: Registry, broker: Broker, app: web.Application,
@@ -68,12 +67,12 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
     """A ControlPlane talking to `broker` (a Broker: host, port, credentials),
     with its HTTP routes added to the aiohttp `app`; on `store` and with the
     family's `rules` when the caller shares them with its sessions (assemble.py)."""
-    ctl = config.get("control") or {}
+    ctl = configmod.ControlConfig.of(config)
 
     def make_link(on_report, on_connect):
         link = MqttLink(broker.host, broker.port, broker.username, broker.password,
                         on_report=on_report, on_connect=on_connect,
-                        backoff_max_s=float(ctl.get("reconnect_max_s", 5.0)),
+                        backoff_max_s=ctl.reconnect_max_s,
                         identifier="xiaozhi-server-%s" % plane_id)
         link.tls_context = broker.link_tls_context()
         return link
@@ -86,13 +85,13 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
                       public_host=config["server"].get("public_host"), activation_ttl_s=float(act["ttl_s"]),
                       activation_limits=ActivationLimits(int(act["max_waiting"]), int(act["per_address"]),
                                                          int(act["per_prefix"])),
-                      open_grants=not ctl.get("api_token") and configmod.is_loopback(config["server"]["host"]))
-    pacer = Pacer(int(ctl.get("max_in_flight", 8)), int(ctl.get("max_queued", 32)))
+                      open_grants=not ctl.api_token and configmod.is_loopback(config["server"]["host"]))
+    pacer = Pacer(ctl.max_in_flight, ctl.max_queued)
     plane_id = node_id or "n" + uuid.uuid4().hex[:12]
     plane = ControlPlane(registry, store, make_link, devices, pacer, plane_id,
                          rules if rules is not None else family(config, store))
     plane.conversation_max_age_s = float(config["conversation"]["keep_hours"]) * 3600
-    token = ctl.get("api_token")
+    token = ctl.api_token
     on_loopback = configmod.is_loopback(config["server"]["host"])
     add_routes(app, plane, tokens=[token] if token else [], token_required=not on_loopback,
                local_only=on_loopback)
