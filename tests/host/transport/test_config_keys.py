@@ -36,6 +36,8 @@ def run_server(tmp_path, yaml_text):
     ("tts:\n  type: espeak\n  voise: en-us\n",
      "unknown setting tts.voise (not read by tts type espeak); did you mean tts.voice?"),
     ("limits: 5\n", "limits must be a mapping of settings, got 5"),
+    # A key the server reads, with a value it cannot use.
+    ("vad:\n  silence_ms: abc\n", "vad.silence_ms: expected a whole number, got 'abc'"),
 ])
 def test_a_setting_the_server_does_not_read_stops_the_start_naming_it(tmp_path, yaml_text, said):
     done = run_server(tmp_path, yaml_text)
