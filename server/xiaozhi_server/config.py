@@ -473,58 +473,46 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None, write_de
                 cfg[section][key] = conv(env[var])
             except ValueError:
                 raise ConfigError("%s=%r is not a valid %s.%s" % (var, env[var], section, key))
-    check(cfg)
-    for cls in SECTIONS:
-        cls.of(cfg, path)       # each value of the declared type, or the path and the type expected
+    check(cfg, path)
     return cfg
 
 
-def _strings(cfg, section, key, what):
-    values = cfg[section].get(key)
-    if values is None:
-        return
-    if not isinstance(values, list):
-        raise ConfigError("%s.%s must be a list of %s, got %s %r"
-                          % (section, key, what, type(values).__name__, values))
+def _strings(values: list[str], dotted: str) -> None:
     for i, v in enumerate(values):
-        if not isinstance(v, str) or not v.strip():
-            raise ConfigError("%s.%s[%d] is %r: each entry must be a non-empty %s"
-                              % (section, key, i, v, what[:-1]))
+        if not v.strip():
+            raise ConfigError("%s[%d] is %r: each entry must be non-empty text" % (dotted, i, v))
         if v != v.strip():
-            raise ConfigError("%s.%s[%d] has spaces around it (they are never sent)" % (section, key, i))
+            raise ConfigError("%s[%d] has spaces around it (they are never sent)" % (dotted, i))
 
 
-def check(cfg: dict) -> None:
-    """Refuse settings that would quietly weaken the server: `tokens: [""]`
-    (the check would skip the empty token: auth off while a token seems set),
-    a string instead of a list (its characters would become tokens), limits
-    that are not positive numbers."""
-    _strings(cfg, "auth", "tokens", "token strings")
-    _strings(cfg, "auth", "allowed_devices", "device ids")
-    workers = cfg.get("server", {}).get("workers", "auto")
-    if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+def check(cfg: dict, where: str = "config") -> None:
+    """Each value of its declared type (the sections' fields: the path and
+    the type expected, else), then what would quietly weaken the server:
+    `tokens: [""]` (the check would skip the empty token: auth off while a
+    token seems set), limits that are not positive, a certificate without
+    its key, an API token easy to guess."""
+    for cls in SECTIONS:
+        cls.of(cfg, where)
+    auth = AuthConfig.of(cfg)
+    _strings(auth.tokens, "auth.tokens")
+    _strings(auth.allowed_devices, "auth.allowed_devices")
+    workers = ServerConfig.of(cfg).workers
+    if workers != "auto" and workers < 1:
         raise ConfigError("server.workers must be \"auto\" or a whole number of at least 1, got %r" % (workers,))
-    if not isinstance((cfg.get("auth") or {}).get("shared_token_history", False), bool):
-        raise ConfigError("auth.shared_token_history must be true or false, got %r"
-                          % (cfg["auth"]["shared_token_history"],))
-    conversation = cfg.get("conversation") or {}
-    if not isinstance(conversation.get("keep_by_default", True), bool):
-        raise ConfigError("conversation.keep_by_default must be true or false, got %r"
-                          % (conversation["keep_by_default"],))
-    numbers = [("conversation", k, v) for k, v in conversation.items() if k != "keep_by_default"]
-    for section in ("limits", "fleet", "activation"):
-        numbers += [(section, k, v) for k, v in (cfg.get(section) or {}).items()]
-    for section, key, value in numbers:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError("%s.%s must be a positive number, got %r" % (section, key, value))
-    tls = cfg.get("tls") or {}
-    if bool(tls.get("cert")) != bool(tls.get("key")):
+    numbers: list[tuple[type[Section], str]] = [(ConversationConfig, k) for k in ("keep_hours", "max_turns",
+                                                                                "max_bytes")]
+    numbers += [(cls, f.name) for cls in (LimitsConfig, FleetConfig, ActivationConfig)
+                for f in dataclasses.fields(cls)]
+    for cls, key in numbers:
+        value = getattr(cls.of(cfg), key)
+        if value <= 0:
+            raise ConfigError("%s.%s must be a positive number, got %r" % (cls.NAME, key, value))
+    tls = TlsConfig.of(cfg)
+    if bool(tls.cert) != bool(tls.key):
         raise ConfigError("tls.cert and tls.key go together: set both (PEM files) or neither")
-    if not isinstance(tls.get("allow_plain", False), bool):
-        raise ConfigError("tls.allow_plain must be true or false, got %r" % (tls.get("allow_plain"),))
-    _api_token(cfg)
-    db_url = (cfg.get("control") or {}).get("db_url")
-    if db_url and not str(db_url).startswith(("postgresql://", "postgres://", "sqlite:///")):
+    _api_token(ControlConfig.of(cfg).api_token)
+    db_url = ControlConfig.of(cfg).db_url
+    if db_url and not db_url.startswith(("postgresql://", "postgres://", "sqlite:///")):
         raise ConfigError("control.db_url must be postgresql://user:password@host/dbname (or sqlite:///path), "
                           "got %r" % db_url)
 
@@ -533,15 +521,12 @@ API_TOKEN_MIN_CHARS = 16
 API_TOKEN_MIN_DISTINCT = 8
 
 
-def _api_token(cfg: dict) -> None:
+def _api_token(token: str | None) -> None:
     """control.api_token guards children's transcripts and memory, and
     anyone who reaches the port may guess it: "7" or "aaaaaaaaaaaaaaaa" is
     refused at start, with the reason and a way to make a good one."""
-    token = (cfg.get("control") or {}).get("api_token")
     if token is None:
         return
-    if not isinstance(token, str):
-        raise ConfigError("control.api_token must be a string, got %r" % (token,))
     if len(token) < API_TOKEN_MIN_CHARS or len(set(token)) < API_TOKEN_MIN_DISTINCT:
         raise ConfigError(
             "control.api_token is too easy to guess (%d characters, %d different): it guards the children's "

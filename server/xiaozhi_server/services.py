@@ -18,7 +18,6 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
-from .config import AppsConfig, LinesConfig
 from .pipeline.safety import lexicon
 from .providers.llm.none import choose_llm
 from .providers.registry import create
@@ -76,13 +75,13 @@ class Services:
         conversation is kept between connections; `wake_floor`, who answers a
         household's wake word (control/wake.py)."""
         self.config = config
-        self.lines = Lines.load(LinesConfig.of(config).file)
+        self.lines = Lines.load((config.get("lines") or {}).get("file"))
         self.llm = llm if llm is not None else choose_llm(dict(config.get("llm") or {}),
                                                              lines=self.lines.table["no_llm"])
         self.asr = asr if asr is not None else create("asr", config["asr"])
         self.tts = tts if tts is not None else create("tts", config["tts"])
         self.vad = vad if vad is not None else create("vad", config["vad"])
-        self.registry = load_registry(AppsConfig.of(config).registry)
+        self.registry = load_registry(config.get("apps", {}).get("registry"))
         # The live sessions (session/ imports this module, not the other way round).
         self.sessions: set[Any] = set()
         self._server_tools: list[Tool] = []
@@ -142,7 +141,7 @@ class ControlServices:
 
     def __init__(self, config: dict, *, family: FamilyRules | None = None) -> None:
         self.config = config
-        self.registry: Registry = load_registry(AppsConfig.of(config).registry)
+        self.registry: Registry = load_registry(config.get("apps", {}).get("registry"))
         self.sessions: set[Any] = set()
         self.family = family
 

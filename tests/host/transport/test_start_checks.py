@@ -21,16 +21,16 @@ def run_server(tmp_path, yaml_text, *args):
 @pytest.mark.parametrize("yaml_text,reason", [
     ('auth:\n  tokens: [""]\n', "auth.tokens[0] is ''"),
     ('auth:\n  tokens: ["  "]\n', "auth.tokens[0]"),
-    ('auth:\n  tokens: "s3cret"\n', "auth.tokens must be a list"),
+    ('auth:\n  tokens: "s3cret"\n', "server.yaml: auth.tokens: expected a list of texts, got 's3cret'"),
     ('auth:\n  tokens: [" s3cret"]\n', "spaces around it"),
     ('limits:\n  ws_text_per_s: 0\n', "limits.ws_text_per_s must be a positive number"),
     ('conversation:\n  keep_hours: 0\n', "conversation.keep_hours must be a positive number"),
-    ('conversation:\n  keep_by_default: "no"\n', "conversation.keep_by_default must be true or false"),
+    ('conversation:\n  keep_by_default: "no"\n', "conversation.keep_by_default: expected true or false, got 'no'"),
     ('server:\n  workers: 0\n', 'server.workers must be "auto" or a whole number of at least 1, got 0'),
-    ('server:\n  workers: "2"\n', "server.workers must be"),
+    ('server:\n  workers: "2"\n', "server.workers: expected a whole number or \"auto\", got '2'"),
     ('control:\n  api_token: "7"\n', "control.api_token is too easy to guess (1 characters"),
     ('control:\n  api_token: "aaaaaaaaaaaaaaaaaaaaaaaa"\n', "at least 16 characters with at least 8 different"),
-    ('control:\n  api_token: 1234567890123456\n', "control.api_token must be a string"),
+    ('control:\n  api_token: 1234567890123456\n', "control.api_token: expected text or nothing (null), got 1234"),
 ])
 def test_settings_that_weaken_the_server_stop_it_at_start(tmp_path, yaml_text, reason):
     done = run_server(tmp_path, yaml_text, "--host", "0.0.0.0")
