@@ -163,10 +163,10 @@ class VadConfig(Section):
     silence_ms: int = setting(160, "Silence that ends a turn speculatively (ASR runs, the reply is prepared).")
     commit_silence_ms: int = setting(700, "The reply is heard after this much silence (pipeline/turn_words.py) "
                                           "when the words are neither a question nor unfinished.")
-    commit_question_ms: int = setting(500, "... after a question.")
-    commit_stable_question_ms: int = setting(400, "... after a question a streaming ASR's two passes agree on "
+    commit_question_ms: int = setting(500, "The same after a question.")
+    commit_stable_question_ms: int = setting(400, "The same after a question a streaming ASR's two passes agree on "
                                                   "(its final text says what its partial text said).")
-    commit_unfinished_ms: int = setting(1200, "... after \"and\", \"um\" or a comma.")
+    commit_unfinished_ms: int = setting(1200, "The same after \"and\", \"um\" or a comma.")
     threshold: float = setting(0.5, "Speech probability above which a frame is speech.")
 
 
@@ -561,8 +561,8 @@ def cores() -> int:
 
 def worker_count(cfg: dict, auto: int = 1) -> int:
     """server.workers as a number; "auto" is `auto` (the CLI passes cores())."""
-    workers = cfg["server"].get("workers", "auto")
-    return auto if workers == "auto" else int(workers)
+    workers = ServerConfig.of(cfg).workers
+    return auto if workers == "auto" else workers
 
 
 def is_loopback(host: str | None) -> bool:

@@ -120,3 +120,14 @@ async def test_make_run_in_an_empty_directory_writes_the_documented_file_and_sta
            "#   silence_ms: 160\n" in text
     assert "## Who may connect a device.\n# auth:\n" in text
     assert yaml.safe_load(uncommented(text)) == configmod.DEFAULTS
+
+
+def test_every_environment_override_sets_a_typed_setting(tmp_path):
+    sections = {cls.NAME: cls for cls in configmod.SECTIONS}
+    for var, (section, key, _conv) in configmod.ENV_OVERRIDES.items():
+        assert key in sections[section].docs(), "%s sets %s.%s, which no section holds" % (var, section, key)
+    # What an override gives passes the type check too.
+    cfg = configmod.load(str(tmp_path / "none.yaml"), write_default=False,
+                         env={"XIAOZHI_WORKERS": "3", "XIAOZHI_MQTT_PORT": "1999", "XIAOZHI_TOKEN": "a-token"})
+    assert configmod.ServerConfig.of(cfg).workers == 3 and configmod.MqttConfig.of(cfg).port == 1999
+    assert configmod.worker_count(cfg) == 3
