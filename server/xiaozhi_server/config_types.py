@@ -10,6 +10,7 @@ and read typed fields, so no read site repeats a default.
 """
 import dataclasses
 import difflib
+import functools
 import textwrap
 import types
 import typing
@@ -53,8 +54,7 @@ class Section:
         """The section from its mapping: a key not given takes its default; a
         value of the wrong type, or an unknown key outside a provider
         section, is a ConfigError naming `where` and the dotted path."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}   # type: ignore[arg-type]
-        hints = typing.get_type_hints(cls)
+        fields, hints = _declared(cls)   # type: ignore[arg-type]
         given = {}
         for key, value in values.items():
             path = "%s.%s" % (cls.NAME, key)
@@ -86,6 +86,12 @@ class Section:
         out = {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(cls)}   # type: ignore[arg-type]
         out.update({k: doc for k, (_v, doc) in cls.PROVIDER_DEFAULTS.items()})
         return out
+
+
+@functools.cache
+def _declared(cls: type[Section]) -> tuple[dict[str, dataclasses.Field], dict[str, Any]]:
+    """A section's fields and their types, read once per class (a session reads its sections)."""
+    return {f.name: f for f in dataclasses.fields(cls)}, typing.get_type_hints(cls)   # type: ignore[arg-type]
 
 
 def unknown(where: str, key, known, reader: str = "") -> ConfigError:
