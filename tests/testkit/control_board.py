@@ -22,6 +22,7 @@ firmware's own client is tested in tests/host/control/test_board_mqtt_client.py)
 `persistent` asks the broker to keep the session while the board is away.
 """
 import json
+import logging
 import time
 
 from simkit import use_host_hal
@@ -38,6 +39,33 @@ from nvs_store import RecordStore  # noqa: E402
 
 if not fw_control.__file__.startswith(str(ROOT / "firmware")):
     raise ImportError("app.control is %s, not the firmware's" % fw_control.__file__)
+
+
+class _Log:
+    """The firmware logger's interface onto Python's logging: the board's
+    lines (its acks, the repeats it drops) go with a failing test's log, not
+    onto the stdout of a bench that prints its figures there."""
+
+    def __init__(self, name):
+        self._log = logging.getLogger(name)
+
+    def error(self, msg, *args):
+        self._log.error(msg, *args)
+
+    def warn(self, msg, *args):
+        self._log.warning(msg, *args)
+
+    def info(self, msg, *args):
+        self._log.info(msg, *args)
+
+    def debug(self, msg, *args):
+        self._log.debug(msg, *args)
+
+    def enabled(self, level):
+        return True
+
+
+fw_control._log = _Log("testkit.board.control")
 
 
 class _Clock:
