@@ -34,7 +34,6 @@ from xiaozhi_server.server import XiaozhiServer
 from .report import Figure
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
 from testkit.mosquitto import free_port  # noqa: E402
 
 DEVICE = "02:00:00:00:be:01"

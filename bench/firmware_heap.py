@@ -24,7 +24,6 @@ import tempfile
 import aiohttp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools")]
 
 from testkit.consoles import PipeConsole  # noqa: E402
 from testkit.control_api import Api, control_config  # noqa: E402
