@@ -6,6 +6,7 @@ firmware's decision, not a test's idea of it: when the board changes, these
 tests change with it.
 
     board = ControlBoard(broker.port, "kid", tmp_path / "kid-nvs.json")
+    board = await ControlBoard.provisioned(server, "kid")   # its credentials; NVS in a temp file
     async with board:                          # connected (again: the same board, its RAM kept)
         _, request = await board.next_request()   # each request that reached it
         board.runs                             # [(alarm_id, req_id, t)] of each request it ran
@@ -23,6 +24,8 @@ firmware's own client is tested in tests/host/control/test_board_mqtt_client.py)
 """
 import json
 import logging
+import os
+import tempfile
 import time
 
 from simkit import use_host_hal
@@ -76,8 +79,12 @@ class _Clock:
 
 
 class ControlBoard(MqttDevice):
-    def __init__(self, port, device_id, nvs_path, runs=None, received=None, **kw):
+    def __init__(self, port, device_id, nvs_path=None, runs=None, received=None, **kw):
         super().__init__(port, device_id, answer=None, **kw)
+        if nvs_path is None:
+            fd, nvs_path = tempfile.mkstemp(prefix="board-nvs-", suffix=".json")
+            os.close(fd)
+            os.unlink(nvs_path)     # a partition never written: the board's first boot
         self.nvs_path = str(nvs_path)
         # (alarm_id, req_id, t) of each request it ran, and of each that reached
         # it (repeats too): lists boards may share.
