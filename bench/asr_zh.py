@@ -27,7 +27,6 @@ import hashlib
 import os
 import pathlib
 import re
-import sys
 import time
 
 import numpy as np
@@ -39,8 +38,7 @@ from xiaozhi_server.text.simplified import simplified
 from .asr_zh_set import COMMAND_WORDS, ENGLISH, ZH
 from .report import Figure, percentile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from testkit.readback import edit_distance  # noqa: E402
+from testkit.readback import edit_distance
 
 RATE = 16000
 CACHE = pathlib.Path(__file__).resolve().parents[1] / "build" / "asr_zh"

@@ -13,7 +13,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "firmware" / "lib"))
 from testkit import xzcore  # noqa: E402
 import mp3info  # noqa: E402

@@ -29,13 +29,12 @@ import time
 import aiohttp
 
 from xiaozhi_server import config as configmod
-from xiaozhi_server.server import XiaozhiServer
 
 from .report import Figure
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
 from testkit.mosquitto import free_port  # noqa: E402
+from testkit.node import start_node  # noqa: E402
 
 DEVICE = "02:00:00:00:be:01"
 TASK = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
@@ -89,8 +88,7 @@ async def _handled(server, proc_totals_wanted, timeout_s):
 
 async def one_run(requests, paced, mode, work_ms):
     with tempfile.TemporaryDirectory(prefix="bench-control-") as state:
-        server = XiaozhiServer(_config(state, paced), with_broker=True, with_mcp=False)
-        await server.start()
+        server = await start_node(_config(state, paced), with_broker=True)
         try:
             proc = await _device(server, work_ms, mode)
             url = "http://127.0.0.1:%d/api/devices/%s/tasks" % (server.http.port, DEVICE)

@@ -10,14 +10,11 @@ until the server starts speaking, then the device only listens until
 figures that need many turns fast and are measured on the server's side.
 """
 import asyncio
-import pathlib
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from testkit.wire_device import WireDevice, opus_frames  # noqa: E402
+from testkit.wire_device import WireDevice, opus_frames
 
-from .speech import silence  # noqa: E402
+from .speech import silence
 
 FRAME_S = 0.06
 FAST_TAIL_MS = 900

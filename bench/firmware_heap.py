@@ -24,7 +24,6 @@ import tempfile
 import aiohttp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools")]
 
 from testkit.consoles import PipeConsole  # noqa: E402
 from testkit.control_api import Api, control_config  # noqa: E402
@@ -32,7 +31,7 @@ from testkit.fake_llm import FakeLLM  # noqa: E402
 from testkit.mosquitto import free_port  # noqa: E402
 from testkit.firmware_process import prepare_state  # noqa: E402
 from testkit.tls_ca import TestCA  # noqa: E402
-from xiaozhi_server.server import XiaozhiServer  # noqa: E402
+from testkit.node import start_node  # noqa: E402
 
 FROZEN = ROOT / "build/micropython/unix32-frozen/micropython"
 HEAP = "256K"
@@ -116,8 +115,7 @@ async def main():
             cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "x", "model": "fake"}
             if tls:
                 cfg["mqtt"]["tls_port"] = free_port()
-            server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
-            await server.start()
+            server = await start_node(cfg, with_broker=True)
             try:
                 async with aiohttp.ClientSession() as http:
                     api = Api(server, http)

@@ -20,18 +20,13 @@ their own (network namespaces, tests/testkit/fleet_rig.py; needs root).
    does, not what a fleet of machines does.
 """
 import asyncio
-import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tools")]
+from testkit.fleet_rig import FleetRig, node_of
+from testkit.fleet_schedules import schedules_through_a_kill
+from testkit.wire_device import WireDevice
 
-from testkit.fleet_rig import FleetRig, node_of  # noqa: E402
-from testkit.fleet_schedules import schedules_through_a_kill  # noqa: E402
-from testkit.wire_device import WireDevice  # noqa: E402
-
-from .report import Figure, percentile  # noqa: E402
+from .report import Figure, percentile
 
 RECONNECT_TARGET_S = 5.0
 

@@ -10,14 +10,11 @@ final text `final_delay_s` after the end of speech: the offline pass).
     with FunAsrProcess("Can you tell me a story?", final_delay_s=0.08) as asr:
         asr.url             # ws://127.0.0.1:PORT
 """
-import sys
 
-from .llm_process import TESTS, ServerProcess
+from .llm_process import ServerProcess
 
 
 def _serve(conn, text, final_delay_s):
-    if TESTS not in sys.path:
-        sys.path.insert(0, TESTS)
     from testkit.fake_funasr import FakeFunAsr
     server = FakeFunAsr(default_text=text, final_delay_s=final_delay_s).start()
     conn.send(server.port)

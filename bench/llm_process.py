@@ -10,18 +10,13 @@ token `first_token_delay` seconds after the request, like a cloud model.
         llm.base_url        # http://127.0.0.1:PORT/v1
 """
 import multiprocessing
-import pathlib
-import sys
 import time
 
-TESTS = str(pathlib.Path(__file__).resolve().parents[1] / "tests")
 START_TIMEOUT_S = 30
 MAX_SCRIPTED = 20000   # requests answered with the delay; later ones answer at once
 
 
 def _serve(conn, text, first_token_delay):
-    if TESTS not in sys.path:
-        sys.path.insert(0, TESTS)
     from testkit.fake_llm import FakeLLM
     llm = FakeLLM()
     if first_token_delay:

@@ -8,16 +8,13 @@ MCP + HTTP path without any model time.
 """
 import asyncio
 import pathlib
-import sys
 import tempfile
 import textwrap
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from testkit.fake_llm import FakeLLM  # noqa: E402
-from xiaozhi_server.mcp import server_config  # noqa: E402
-from xiaozhi_server.mcp.server_processes import ServerProcesses  # noqa: E402
+from testkit.fake_llm import FakeLLM
+from xiaozhi_server.mcp import server_config
+from xiaozhi_server.mcp.server_processes import ServerProcesses
 
 CALLS = 200
 ECHO_SERVER = textwrap.dedent('''

@@ -26,7 +26,6 @@ import tempfile
 from websockets.asyncio.server import serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
 
 from testkit import MICROPYTHON_BUILD  # noqa: E402
 from testkit.tls_ca import TestCA  # noqa: E402

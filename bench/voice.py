@@ -17,8 +17,6 @@ plus the read-back sentences decoded both ways, compared word by word
 """
 import asyncio
 import os
-import pathlib
-import sys
 import time
 
 import numpy as np
@@ -32,8 +30,7 @@ from .concurrency import rss_mb
 from .report import Figure
 from .speech import say, trim
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from testkit.readback import SENTENCES, cer, edit_distance, errors, normalize  # noqa: E402
+from testkit.readback import SENTENCES, cer, edit_distance, errors, normalize
 
 CER_TARGET = 15.0        # issue 15: the default Chinese voice reads back at CER <= 0.15
 ENGLISH = ("Hello there.", "The little cat is playing with a red ball.",

@@ -9,12 +9,9 @@ its household, and a stock device (no level) first in its round.
 """
 import asyncio
 import os
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "tests")]
 
 from testkit.postgres import Postgres  # noqa: E402
 from xiaozhi_server.control.store import Store  # noqa: E402

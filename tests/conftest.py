@@ -7,6 +7,9 @@ import pytest
 
 from testkit import groups
 
+# The fixtures every folder shares, defined once (testkit/fixtures.py).
+pytest_plugins = ("testkit.fixtures",)
+
 
 def pytest_configure(config):
     groups.configure(config)

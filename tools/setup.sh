@@ -41,7 +41,8 @@ fi
 # --- Python venv -----------------------------------------------------------
 python_venv() {
 stamp="$VENV/.setup-stamp"
-want=$(cat requirements.txt tools/requirements-nodeps.txt pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)
+want=$(cat requirements.txt tools/requirements-nodeps.txt pyproject.toml tests/pyproject.toml tools/setup.sh \
+       | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   return 0
 fi
@@ -50,6 +51,9 @@ echo "setup: installing Python packages into $VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r tools/requirements-nodeps.txt
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e .
+# The rig tests and benches share (tests/testkit, tools/simkit): importable
+# by name from bench/ and any script, with no path of their own to add.
+"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e tests
 echo "$want" > "$stamp"
 }
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the host and HIL tests (imported as `testkit`)."""
+"""The rig shared by the host and HIL tests and the benches (imported as
+`testkit`: tests/pyproject.toml, installed by `make setup`; docs/testing.md)."""
 import os
 import pathlib
 import shutil

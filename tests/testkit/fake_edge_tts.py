@@ -36,7 +36,7 @@ import subprocess
 import threading
 
 from testkit import audio
-from testkit.ws_fake import ThreadedWsServer
+from testkit.threaded_server import ThreadedWsServer
 
 __all__ = ["FakeEdgeTts", "TONE_HZ", "CLIENT_TOKEN"]
 

@@ -38,6 +38,8 @@ import threading
 
 from websockets.exceptions import ConnectionClosed
 
+from testkit.threaded_server import BACKLOG, ThreadedWsServer
+
 __all__ = ["FakeFunAsr", "Connection"]
 
 BYTES_PER_60MS = 1920
@@ -65,7 +67,9 @@ class Connection:
         self.closed = threading.Event()
 
 
-class FakeFunAsr:
+class FakeFunAsr(ThreadedWsServer):
+    name = "fake-funasr"
+
     def __init__(self, default_text="你好", ssl=None, final_delay_s=0.0):
         """ssl: a server SSLContext (then `url` is wss://); final_delay_s: the
         offline pass's time, from the end of speech to the final result."""
@@ -75,10 +79,7 @@ class FakeFunAsr:
         self.connections = []
         self._script = []
         self._lock = threading.Lock()
-        self._loop = None
-        self._server = None
-        self._thread = None
-        self._stop = None
+        self.serve_options = {"compression": None, "ssl": ssl, "backlog": BACKLOG}
         self._held = False
         self._release = None
 
@@ -199,49 +200,11 @@ class FakeFunAsr:
         return json.dumps(msg, ensure_ascii=False)
 
     # --- lifecycle -----------------------------------------------------
-    def start(self):
-        from websockets.asyncio.server import serve
-        ready = threading.Event()
+    def _started(self):
+        self._release = asyncio.Event()
 
-        async def main():
-            self._stop = asyncio.Event()
-            self._release = asyncio.Event()
-            # A deep accept queue: at 200 sessions many turns start at once, and a
-            # dropped SYN costs the client a second of retransmission.
-            async with serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None, ssl=self.ssl, backlog=1024) as server:
-                self._server = server
-                ready.set()
-                await self._stop.wait()
-                self._release.set()
-                # Drop every connection at once: a polite close would wait for
-                # clients whose event loop may be blocked in this stop().
-                for ws in list(server.all_connections):
-                    ws.transport.abort()
-
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(main(),),
-                                        name="fake-funasr", daemon=True)
-        self._thread.start()
-        ready.wait()
-        return self
-
-    def stop(self):
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join(10)
-            self._loop.close()
-            self._loop = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def port(self):
-        return list(self._server.sockets)[0].getsockname()[1]
+    def _stopping(self):
+        self._release.set()     # a final held back must not hold the loop at stop
 
     @property
     def url(self):

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible Chat Completions server on 127.0.0.1.
 
-It is a real HTTP server (a thread running http.server), so it works the
-same from sync and async tests and through the real `openai` client:
+It is a real HTTP server in a thread of its own (testkit/threaded_server.py),
+so it works the same from sync and async tests and through the real
+`openai` client:
 
     from testkit.fake_llm import FakeLLM
 
@@ -28,10 +29,14 @@ HTTP 500 "no scripted reply", so an unexpected request fails loudly;
 `llm.base_url` ends in /v1; `llm.env()` gives OPENAI_BASE_URL,
 OPENAI_API_KEY and OPENAI_MODEL for a subprocess.
 """
-import http.server
+import asyncio
 import json
 import threading
 import time
+
+from aiohttp import web
+
+from testkit.threaded_server import ThreadedHttpServer
 
 __all__ = ["FakeLLM", "Turn", "Recorded"]
 
@@ -94,63 +99,52 @@ def _arg_pieces(raw):
     return [raw[i:i + step] for i in range(0, len(raw), step)] or [""]
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+def _error(status, message, type_, **extra):
+    return web.json_response({"error": dict({"message": message, "type": type_}, **extra)}, status=status)
 
-    def log_message(self, *args):
-        pass
 
-    def do_GET(self):
-        if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": self.server.fake.model, "object": "model"}]})
-        else:
-            self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+class _Handler:
+    """The Chat Completions endpoints of one FakeLLM."""
 
-    def do_POST(self):
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+    def __init__(self, fake):
+        self.fake = fake
+
+    async def get(self, request):
+        if request.path.rstrip("/").endswith("/models"):
+            return web.json_response({"object": "list", "data": [{"id": self.fake.model, "object": "model"}]})
+        return _error(404, "not found", "invalid_request_error")
+
+    async def post(self, request):
+        fake = self.fake
+        raw = await request.read()
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_invalid_json": raw.decode("utf-8", "replace")}
-        rec = Recorded(self.path, dict(self.headers), body)
+        rec = Recorded(request.path_qs, dict(request.headers), body)
         fake._record(rec)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._json(404, {"error": {"message": "unknown path %s" % self.path, "type": "invalid_request_error"}})
-            return
+        if not request.path.rstrip("/").endswith("/chat/completions"):
+            return _error(404, "unknown path %s" % request.path_qs, "invalid_request_error")
         turn = fake._next_turn(rec)
         if turn is None:
-            self._json(500, {"error": {"message": "no scripted reply", "type": "server_error"}})
-            return
+            return _error(500, "no scripted reply", "server_error")
         if turn.status != 200:
-            self._json(turn.status, {"error": {"message": turn.error or "error", "type": "server_error",
-                                               "code": turn.status}})
-            return
+            return _error(turn.status, turn.error or "error", "server_error", code=turn.status)
         try:
             if body.get("stream"):
-                self._stream(turn, body)
-            else:
-                if turn.first_token_delay:
-                    time.sleep(turn.first_token_delay)
-                self._json(200, self._completion(turn, body))
-        except (BrokenPipeError, ConnectionResetError):
-            rec.disconnected = True
-            self.close_connection = True
-
-    def _json(self, status, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+                return await self._stream(request, rec, turn, body)
+            if turn.first_token_delay:
+                await asyncio.sleep(turn.first_token_delay)
+            return web.json_response(self._completion(turn, body))
+        except asyncio.CancelledError:
+            rec.disconnected = True     # the client went away mid-answer
+            raise
 
     def _tool_call_objs(self, turn):
         calls = []
         for i, (name, args) in enumerate(turn.tool_calls):
             raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            calls.append({"id": "call_%d_%d" % (self.server.fake.request_count, i), "type": "function",
+            calls.append({"id": "call_%d_%d" % (self.fake.request_count, i), "type": "function",
                           "function": {"name": name, "arguments": raw}})
         return calls
 
@@ -159,55 +153,49 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if turn.tool_calls:
             msg["tool_calls"] = self._tool_call_objs(turn)
         return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model", self.server.fake.model),
+                "model": body.get("model", self.fake.model),
                 "choices": [{"index": 0, "message": msg, "finish_reason": turn.finish_reason}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
 
-    def _stream(self, turn, body):
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        self.wfile.flush()
-        model = body.get("model", self.server.fake.model)
+    async def _stream(self, request, rec, turn, body):
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        resp.force_close()
+        await resp.prepare(request)
+        model = body.get("model", self.fake.model)
         first = [True]
 
-        def chunk(delta, finish=None):
+        async def chunk(delta, finish=None):
             if first[0]:
                 first[0] = False
                 if turn.first_token_delay:
-                    time.sleep(turn.first_token_delay)
+                    await asyncio.sleep(turn.first_token_delay)
             elif turn.chunk_delay:
-                time.sleep(turn.chunk_delay)
+                await asyncio.sleep(turn.chunk_delay)
             obj = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
                    "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            self.wfile.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
-            self.wfile.flush()
+            await resp.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
 
-        chunk({"role": "assistant", "content": ""})
-        for piece in _text_pieces(turn.text):
-            chunk({"content": piece})
-        for i, call in enumerate(self._tool_call_objs(turn)):
-            fn = call["function"]
-            chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                   "function": {"name": fn["name"], "arguments": ""}}]})
-            for piece in _arg_pieces(fn["arguments"]):
-                chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-        chunk({}, turn.finish_reason)
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-
-
-class _Server(http.server.ThreadingHTTPServer):
-    # The stdlib's listen backlog of 5 drops connections when hundreds of
-    # sessions ask at once (bench concurrency): the client then waits for
-    # a TCP retransmission, seconds that are no one's latency.
-    request_queue_size = 1024
+        try:
+            await chunk({"role": "assistant", "content": ""})
+            for piece in _text_pieces(turn.text):
+                await chunk({"content": piece})
+            for i, call in enumerate(self._tool_call_objs(turn)):
+                fn = call["function"]
+                await chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                             "function": {"name": fn["name"], "arguments": ""}}]})
+                for piece in _arg_pieces(fn["arguments"]):
+                    await chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+            await chunk({}, turn.finish_reason)
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        except ConnectionError:
+            rec.disconnected = True     # the client closed the stream early: seen at the next write
+        return resp
 
 
-class FakeLLM:
+class FakeLLM(ThreadedHttpServer):
+    name = "fake-llm"
+
     def __init__(self, model="fake-model"):
         self.model = model
         self.requests = []
@@ -215,8 +203,6 @@ class FakeLLM:
         self._script = []
         self._answers = []      # (words, Turn): for requests whose last user message holds the words
         self._lock = threading.Lock()
-        self._server = None
-        self._thread = None
 
     # --- scripting -------------------------------------------------
     def reply(self, text, **timing):
@@ -281,29 +267,10 @@ class FakeLLM:
         return Turn(text=self.default_reply) if self.default_reply is not None else None
 
     # --- lifecycle -------------------------------------------------
-    def start(self):
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self):
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def port(self):
-        return self._server.server_address[1]
+    def _routes(self, app):
+        h = _Handler(self)
+        app.router.add_get("/{tail:.*}", h.get)
+        app.router.add_post("/{tail:.*}", h.post)
 
     @property
     def base_url(self):

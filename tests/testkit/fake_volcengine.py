@@ -40,7 +40,7 @@ import struct
 import threading
 
 from testkit import audio
-from testkit.ws_fake import ThreadedWsServer
+from testkit.threaded_server import ThreadedWsServer
 
 __all__ = ["FakeVolcengine", "TONE_HZ"]
 

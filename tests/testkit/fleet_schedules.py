@@ -5,40 +5,33 @@ ARGS=fleet`. Run it with the calling thread on the rig's "parents" host.
 
     figures = await schedules_through_a_kill(rig, count=1000)
 
-The boards are stand-ins for the board's MQTT side (testkit/mqtt_device.py)
+The boards run the firmware's own request handling (testkit/control_board.py)
 with sessions the broker keeps (persistent, QoS 1), so what is sent while
-one reconnects waits for it. Like the board they run a req_id once: a
-request repeated on the wire with the same req_id (a dead node's claim
-taken over) is counted apart, not as a second run.
+one reconnects waits for it. The board runs a req_id once: a request
+repeated on the wire with the same req_id (a dead node's claim taken over)
+is counted apart, not as a second run.
 """
 import asyncio
 import collections
+import shutil
 import signal
+import tempfile
 import threading
 import time
 
 import aiohttp
 
 from testkit.control_api import eventually
+from testkit.control_board import ControlBoard
 from testkit.fleet_rig import API_HEADERS
-from testkit.mqtt_device import MqttDevice
-from xiaozhi_server import protocol as proto
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
 PER_DEVICE = 8      # the board holds 8 alarms
 
 
-class _Board(MqttDevice):
-    def __init__(self, rig, device_id, seen):
-        super().__init__(1883, device_id, host=rig.broker_ip, persistent=True, identifier="board-" + device_id)
-        self.seen = seen
-
-    async def _read(self):
-        async for message in self._client.messages:
-            request = proto.decode_mqtt_request(message.payload)
-            self.seen.append((request["payload"].get("alarm_id"), request["header"]["req_id"], time.monotonic()))
-            await self.publish_ack(proto.mqtt_ack(request["header"]["req_id"], True, proto.ACK_ACCEPTED, "accepted",
-                                                  action=request["action"], device_id=self.device_id))
+def _board(rig, device_id, nvs_dir, runs, received):
+    return ControlBoard(1883, device_id, "%s/%s.json" % (nvs_dir, device_id), runs=runs, received=received,
+                        host=rig.broker_ip, persistent=True, identifier="board-" + device_id)
 
 
 def _killer(rig, stop, killed):
@@ -64,8 +57,9 @@ def _killer(rig, stop, killed):
 
 async def schedules_through_a_kill(rig, count=240, kill=True, timeout=120):
     devices = ["sched%03d" % i for i in range((count + PER_DEVICE - 1) // PER_DEVICE)]
-    seen = []
-    boards = [_Board(rig, d, seen) for d in devices]
+    runs, seen = [], []
+    nvs_dir = tempfile.mkdtemp(prefix="fleet-boards-")
+    boards = [_board(rig, d, nvs_dir, runs, seen) for d in devices]
     for b in boards:
         await b.__aenter__()
     names = list(rig.nodes)
@@ -98,8 +92,7 @@ async def schedules_through_a_kill(rig, count=240, kill=True, timeout=120):
             watcher.start()
         started = time.monotonic()
         rig.start_broker()
-        boards = [_Board(rig, d, seen) for d in devices]
-        for b in boards:
+        for b in boards:     # the same boards connecting again: what they handled is kept
             await b.__aenter__()
 
         def settled():
@@ -112,16 +105,17 @@ async def schedules_through_a_kill(rig, count=240, kill=True, timeout=120):
         await asyncio.sleep(0.5)    # a late repeat would show now
         for b in boards:
             await b.__aexit__(None, None, None)
+    shutil.rmtree(nvs_dir, ignore_errors=True)
 
-    per_alarm = collections.defaultdict(list)
+    per_alarm = collections.defaultdict(list)      # every request that reached a board
     for alarm_id, req_id, _ in seen:
         per_alarm[alarm_id].append(req_id)
-    runs = {a: len(set(ids)) for a, ids in per_alarm.items()}
+    ran = collections.Counter(alarm_id for alarm_id, _, _ in runs)
     active = rig.sql("SELECT COUNT(*) FROM schedules WHERE state = 'active'")[0][0]
     return {"schedules": created, "active": active,
-            "lost": created - len(per_alarm),
-            "run_once": sum(1 for n in runs.values() if n == 1),
-            "doubled": sum(1 for n in runs.values() if n > 1),
+            "lost": created - len(ran),
+            "run_once": sum(1 for n in ran.values() if n == 1),
+            "doubled": sum(1 for n in ran.values() if n > 1),
             "repeated_same_req_id": sum(len(ids) - len(set(ids)) for ids in per_alarm.values()),
             "killed": killed.get("name"), "killed_holding": killed.get("claims", 0),
             "seconds": took}

@@ -4,6 +4,10 @@ loopback port, and a port where nothing listens (a service that is down).
     runner, url = await serve(app)     # url = "http://127.0.0.1:<port>"
     ...
     await runner.cleanup()
+
+On the test's own loop, unlike the shared fakes (testkit/threaded_server.py):
+the handlers here are a test's own, and share its loop's events (a reply
+held until the test releases it).
 """
 import socket
 

@@ -1,6 +1,13 @@
-"""A stand-in for the board's MQTT side: a plain aiomqtt client that
-subscribes to snlp/v1/{id}/cmd/#, checks every request with the generated
-validator, and acks it on rpt/ack with the generated builder.
+"""A wire-level stand-in for the board's MQTT side: a plain aiomqtt client
+that subscribes to snlp/v1/{id}/cmd/#, checks every request with the
+generated validator, and answers it as the test says (`answer`: accept by
+default, refuse, fail, or stay silent) on rpt/ack with the generated builder.
+
+For tests whose subject is the server's side of the wire: what it does with
+the ack or report the test chose, another device's credentials, a payload
+no board would send. A test about what the board does with a request (runs
+it once, answers a repeat) takes testkit/control_board.py, the firmware's own
+request handling.
 
     async with await MqttDevice.provisioned(server, "dev1") as dev:   # its own credentials
         req = await dev.next_request()        # (topic, request dict)

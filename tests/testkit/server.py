@@ -1,13 +1,7 @@
-"""A real server on loopback (ephemeral ports) for end-to-end tests, with the
-shared fake OpenAI-compatible LLM as its model.
-
-Test folders expose the fixtures with `from testkit.server import fake_llm, start_server`
-in their conftest.py."""
-import pytest
-
-from testkit.fake_llm import FakeLLM
+"""The config of a test node: the server on loopback ephemeral ports, with
+the scripted OpenAI-compatible model (testkit/fake_llm.py) as its LLM.
+testkit/node.py starts it; the fixtures are in testkit/fixtures.py."""
 from xiaozhi_server import config as configmod
-from xiaozhi_server.server import XiaozhiServer
 
 
 def server_config(llm_url=None, **sections):
@@ -19,25 +13,3 @@ def server_config(llm_url=None, **sections):
                   if llm_url else {"type": "none"})
     return cfg
 
-
-@pytest.fixture
-def fake_llm():
-    with FakeLLM() as llm:
-        yield llm
-
-
-@pytest.fixture
-async def start_server():
-    started = []
-
-    async def start(cfg, **kw):
-        kw.setdefault("with_broker", False)
-        kw.setdefault("with_mcp", False)
-        server = XiaozhiServer(cfg, **kw)
-        await server.start()
-        started.append(server)
-        return server
-
-    yield start
-    for s in started:
-        await s.stop()

@@ -1,5 +1,6 @@
 """The real server on loopback (ephemeral ports) in a background thread with
-its own event loop, for synchronous tests such as the HIL suite.
+its own event loop, for synchronous tests such as the HIL suite (the node
+is started by testkit/node.py, as every test's is).
 
     with ServerThread(server_config(llm.base_url)) as srv:
         srv.ws_url, srv.ota_url
@@ -9,13 +10,11 @@ import asyncio
 import concurrent.futures
 import threading
 
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 
 class ServerThread:
     def __init__(self, cfg, **kw):
-        kw.setdefault("with_broker", False)
-        kw.setdefault("with_mcp", False)
         self._cfg, self._kw = cfg, kw
         self.loop = asyncio.new_event_loop()
         self.server = None
@@ -23,14 +22,13 @@ class ServerThread:
 
     def start(self, timeout=30):
         self._thread.start()
-        self.server = XiaozhiServer(self._cfg, **self._kw)
-        self.call(self.server.start, timeout=timeout)
+        self.server = self.call(start_node, self._cfg, timeout=timeout, **self._kw)
         self.ws_url = self.server.ws.url
         self.ota_url = self.server.http.ota_url
         return self
 
-    def call(self, coro_fn, *args, timeout=30):
-        fut = asyncio.run_coroutine_threadsafe(coro_fn(*args), self.loop)
+    def call(self, coro_fn, *args, timeout=30, **kw):
+        fut = asyncio.run_coroutine_threadsafe(coro_fn(*args, **kw), self.loop)
         try:
             return fut.result(timeout)
         except concurrent.futures.TimeoutError:

@@ -5,6 +5,11 @@ listen, abort and binary frames a stock xiaozhi device sends, serves MCP
 tools (initialize, paged tools/list, tools/call) like the device's tool
 server, and records everything the server sends with arrival times.
 
+Wire-level on purpose: its subject is the server's WebSocket protocol as
+any xiaozhi device speaks it (stock firmware, other clients, malformed or
+hostile frames), with the test choosing every frame. What our board does
+end to end is the firmware's own, run as a process (testkit/firmware_process.py).
+
     async with WireDevice(url, tools={"self.get_device_status": lambda a: {...}}) as dev:
         await dev.hello()
         await dev.say_pcm(pcm16k)                  # Opus frames at real-time pace

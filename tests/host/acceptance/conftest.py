@@ -11,7 +11,6 @@ import pytest
 
 from testkit.control_api import control_config
 from testkit.fake_llm import FakeLLM
-from testkit.postgres import control_db, postgres_cluster  # noqa: F401 (fixtures)
 
 from seed_rig import OPENER, REPLY, SeedRig
 

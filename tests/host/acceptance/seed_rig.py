@@ -20,6 +20,7 @@ import signal
 
 from testkit.control_api import Api, eventually
 from testkit.firmware_process import FirmwareProcess, prepare_state
+from testkit.node import start_node
 
 OPENER = "你好呀，我们聊聊吧！"
 LESSONS = ("lesson1.mp3", "lesson2.mp3")
@@ -111,13 +112,7 @@ class SeedRig:
         self.boards = []
 
     async def start_server(self):
-        from xiaozhi_server.server import XiaozhiServer
-        server = XiaozhiServer(self.cfg, with_broker=True, with_mcp=False)
-        try:
-            await server.start()
-        except BaseException:
-            await server.stop()
-            raise
+        server = await start_node(self.cfg, with_broker=True)
         self.server, self.api = server, Api(server, self.http)
         return server
 

@@ -11,7 +11,7 @@ from xiaozhi_sdk import XiaoZhiWebsocket
 from xiaozhi_sdk.ota import OtaDevice
 
 from testkit.control_api import Api, control_config, eventually
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 MAC = "02:5d:4b:00:00:33"
 
@@ -19,7 +19,7 @@ MAC = "02:5d:4b:00:00:33"
 async def test_xiaozhi_sdk_checks_ota_connects_and_is_answered(tmp_path, fake_llm):
     cfg = control_config(tmp_path / "control.db")
     cfg["llm"] = {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"}
-    server = await XiaozhiServer(cfg, with_broker=True, with_mcp=False).start()
+    server = await start_node(cfg, with_broker=True)
     heard = []
 
     async def on_message(msg):

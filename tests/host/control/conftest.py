@@ -5,14 +5,12 @@ each device's credentials and topics; devices connect with the credentials
 the server gives them."""
 import itertools
 
-from testkit.postgres import control_db, postgres_cluster, server_db, store_backend  # noqa: F401 (fixtures)
-
 import aiohttp
 import pytest
 
 from testkit.mqtt_device import MqttDevice
 from testkit.control_api import Api, control_config
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 _ids = itertools.count(1)
 
@@ -25,12 +23,7 @@ async def start_control(tmp_path, server_db):
         target = server_db(db_name)
         if target.startswith("postgresql://"):
             kw.setdefault("db_url", target)     # the server's secret still lives beside db_path
-        server = XiaozhiServer(control_config(tmp_path / db_name, **kw), with_broker=True, with_mcp=False)
-        try:
-            await server.start()
-        except BaseException:
-            await server.stop()
-            raise
+        server = await start_node(control_config(tmp_path / db_name, **kw), with_broker=True)
         http = aiohttp.ClientSession()
         started.append((server, http))
         return Api(server, http)

@@ -12,7 +12,6 @@ import aiohttp
 
 from testkit.control_api import Api, control_config, eventually
 from testkit.mqtt_device import MqttDevice
-from testkit.server import fake_llm  # noqa: F401 (fixture)
 from testkit.wire_device import WireDevice
 from xiaozhi_server import protocol as proto
 from xiaozhi_server.server import XiaozhiServer

@@ -10,7 +10,7 @@ import pytest
 from testkit.control_api import control_config, eventually
 from testkit.fake_llm import FakeLLM
 from testkit.wire_device import WireDevice
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 SHARED = "household-shared-token"
 CHILD = "aa:bb:cc:00:00:37"
@@ -35,7 +35,7 @@ async def test_a_shared_token_does_not_open_a_childs_history(tmp_path, opt_in):
         cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "test", "model": "fake-model"}
         cfg["session"]["language"] = "en"
         cfg["apps"] = {"opener_lines": {"zh": [], "en": []}, "max_reinvites": 0}
-        server = await XiaozhiServer(cfg, with_broker=True, with_mcp=False).start()
+        server = await start_node(cfg, with_broker=True)
         try:
             creds = await server.control.devices.provision(CHILD)
             own = creds.get("token") or (creds.get("websocket") or {}).get("token")

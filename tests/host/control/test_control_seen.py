@@ -12,7 +12,7 @@ import aiohttp
 
 from testkit.control_api import Api, control_config, eventually
 from testkit.wire_device import WireDevice
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 STOCK = "aa:bb:cc:00:00:61"
 TALKER = "aa:bb:cc:00:00:62"
@@ -34,7 +34,7 @@ async def listed(api):
 
 
 async def test_a_stock_device_is_listed_voice_only_and_removed_with_its_rows(tmp_path):
-    server = await XiaozhiServer(control_config(tmp_path / "control.db"), with_broker=True, with_mcp=False).start()
+    server = await start_node(control_config(tmp_path / "control.db"), with_broker=True)
     try:
         async with aiohttp.ClientSession() as http:
             api = Api(server, http)
@@ -75,8 +75,8 @@ async def test_a_stock_device_is_listed_voice_only_and_removed_with_its_rows(tmp
 
 async def test_a_device_online_on_another_node_says_which(tmp_path):
     db = tmp_path / "control.db"
-    one = await XiaozhiServer(control_config(db), with_broker=True, with_mcp=False).start()
-    two = await XiaozhiServer(control_config(db), with_broker=True, with_mcp=False).start()
+    one = await start_node(control_config(db), with_broker=True)
+    two = await start_node(control_config(db), with_broker=True)
     try:
         async with aiohttp.ClientSession() as http, WireDevice(two.ws.url, device_id=TALKER) as dev:
             await dev.hello()

@@ -10,7 +10,7 @@ import aiohttp
 
 from testkit.control_api import Api, control_config, eventually
 from testkit.wire_device import WireDevice
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 BOARD = "aa:bb:cc:00:00:51"
 STOCK = "aa:bb:cc:00:00:52"
@@ -25,8 +25,7 @@ def card():
 async def test_every_session_of_the_node_is_seen_whichever_worker_holds_it(tmp_path):
     cfg = control_config(tmp_path / "control.db")
     cfg["server"]["workers"] = 2
-    server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
-    await server.start()
+    server = await start_node(cfg, with_broker=True)
     try:
         async with aiohttp.ClientSession() as http:
             api = Api(server, http)

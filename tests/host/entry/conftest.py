@@ -10,7 +10,7 @@ import pytest
 
 from testkit.control_api import Api, control_config
 from testkit.fake_llm import FakeLLM
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import node
 
 from entry_rig import OPENER, Rig
 
@@ -26,9 +26,7 @@ async def start_rig(tmp_path):
             cfg = control_config(tmp_path / "control.db", **sections)
             cfg["llm"] = {"type": "openai", "base_url": llm.base_url, "api_key": "test", "model": "fake-model"}
             cfg["apps"]["opener_lines"] = {"zh": [OPENER], "en": [OPENER]}
-            server = XiaozhiServer(cfg, with_broker=True, with_mcp=False)
-            stack.push_async_callback(server.stop)
-            await server.start()
+            server = await stack.enter_async_context(node(cfg, with_broker=True))
             http = aiohttp.ClientSession()
             stack.push_async_callback(http.close)
             r = Rig(server, Api(server, http), tmp_path / "state")

@@ -7,8 +7,7 @@ import pytest
 
 from testkit.control_api import Api, control_config
 from testkit.mosquitto import Mosquitto
-from testkit.postgres import postgres_cluster  # noqa: F401 (fixture)
-from xiaozhi_server.server import XiaozhiServer
+from testkit.node import start_node
 
 
 @pytest.fixture
@@ -32,12 +31,7 @@ async def fleet(postgres_cluster, broker, tmp_path):  # noqa: F811
             cfg["server"]["public_host"] = "127.0.0.1"
             cfg["fleet"].update(heartbeat_s=0.2, node_ttl_s=1.0, drain_timeout_s=5)
             # No voice here (no session connects): a control-only node, no models to load.
-            server = XiaozhiServer(cfg, role="control", with_broker=True, with_mcp=False)
-            try:
-                await server.start()
-            except BaseException:
-                await server.stop()
-                raise
+            server = await start_node(cfg, role="control", with_broker=True)
             http = aiohttp.ClientSession()
             started.append((server, http))
             apis.append(Api(server, http))

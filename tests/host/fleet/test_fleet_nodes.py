@@ -7,7 +7,7 @@ import asyncio
 import collections
 
 from testkit.control_api import eventually
-from testkit.mqtt_device import MqttDevice
+from testkit.control_board import ControlBoard
 from xiaozhi_server import protocol as proto
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
@@ -71,7 +71,7 @@ async def test_a_drained_node_gets_no_devices_and_the_command_line_sees_it(fleet
 
 async def test_commands_go_out_once_and_any_node_matches_the_ack(fleet, broker):
     nodes = await fleet(3)
-    async with MqttDevice(broker.port, "kid") as device:
+    async with ControlBoard(broker.port, "kid") as device:
         for n in nodes:
             status, body = await n.post("/api/devices/kid/tasks", LESSON, wait=5)
             assert status == 200 and body["ack"]["ok"]
@@ -100,7 +100,7 @@ async def test_schedules_stored_while_the_nodes_had_no_broker_are_sent_once_by_t
     nodes = await fleet(3)
     devices = ["kid%02d" % i for i in range(15)]
     seen = collections.defaultdict(set)
-    async with contextlib_multi([MqttDevice(broker.port, d) for d in devices]) as devs:
+    async with contextlib_multi([ControlBoard(broker.port, d) for d in devices]) as devs:
         for n in nodes:
             await n.server.control.link.stop()
         for i in range(120):
@@ -125,6 +125,8 @@ async def test_schedules_stored_while_the_nodes_had_no_broker_are_sent_once_by_t
                 _, r = d.requests.get_nowait()
                 seen[r["payload"]["alarm_id"]].add(r["header"]["req_id"])
     assert len(seen) == 120 and all(len(ids) == 1 for ids in seen.values())
+    ran = collections.Counter(alarm for d in devs for alarm, _, _ in d.runs)
+    assert len(ran) == 120 and set(ran.values()) == {1}, "each run once by its board"
     assert sum(n.server.control.delivered for n in nodes) == 120
     assert sum(1 for n in nodes if n.server.control.delivered) >= 2, "the nodes shared the work"
 

@@ -2,7 +2,7 @@
 naming it, devices are still answered by OTA, nothing the API acknowledged
 is lost, and the node reconnects by itself."""
 from testkit.control_api import eventually
-from testkit.mqtt_device import MqttDevice
+from testkit.control_board import ControlBoard
 from testkit.postgres import Postgres
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
@@ -20,7 +20,7 @@ async def test_a_database_that_goes_away_gives_503_and_the_node_recovers(fleet, 
 async def _outage(fleet, broker, pg):
     [node] = await fleet(1)
     sched = "/api/devices/kid/schedules"
-    async with MqttDevice(broker.port, "kid") as device:
+    async with ControlBoard(broker.port, "kid") as device:
         status, s = await node.post(sched, {"alarm_id": "before", "time": "07:30", "pending_task": LESSON}, wait=5)
         assert status == 201 and s["state"] == "active"
         await device.next_request()

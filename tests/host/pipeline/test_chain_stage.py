@@ -3,7 +3,7 @@ safety filter that checks the child's words and the model's reply, added
 to WORDS and SENTENCES, is heard over the real WebSocket."""
 import pytest
 
-from testkit.server import fake_llm, server_config, start_server  # noqa: F401
+from testkit.server import server_config
 from testkit.wire_device import WireDevice
 from xiaozhi_server.pipeline import chain
 

@@ -6,7 +6,7 @@ the words it hears are what the device is shown and the model is asked."""
 from testkit import audio
 from testkit.fake_funasr import FakeFunAsr
 from testkit.local_net import unused_port
-from testkit.server import fake_llm, server_config, start_server  # noqa: F401
+from testkit.server import server_config
 from testkit.wire_device import WireDevice
 
 

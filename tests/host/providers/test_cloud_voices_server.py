@@ -8,7 +8,7 @@ import edge_tts.communicate
 from testkit import audio
 from testkit.fake_edge_tts import TONE_HZ, FakeEdgeTts
 from testkit.fake_volcengine import FakeVolcengine
-from testkit.server import fake_llm, server_config, start_server  # noqa: F401
+from testkit.server import server_config
 from testkit.wire_device import WireDevice, decode_down
 
 

@@ -1,9 +1,8 @@
-"""Server fixtures: a real server on loopback and the scripted LLM; for the
-translate MCP process, a second scripted LLM it finds through OPENAI_*."""
+"""For the translate MCP process, a second scripted LLM it finds through
+OPENAI_* (the server and its scripted LLM are testkit/fixtures.py's)."""
 import pytest
 
 from testkit.fake_llm import FakeLLM
-from testkit.server import fake_llm, start_server  # noqa: F401
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
 import pytest
 
-from testkit.server import fake_llm, start_server  # noqa: F401
 from testkit.sim_process import SimProcess
 
 

@@ -1,2 +1,0 @@
-"""Server fixtures for the edge tests."""
-from testkit.server import fake_llm, start_server  # noqa: F401
