@@ -55,7 +55,7 @@ def ws_url(ws: WsServer, host: str) -> str:
 async def worker_store(config: dict) -> Store | None:
     """A worker's own connection to the control store the primary migrated;
     None when it cannot be reached (the talk goes on; the lexicon still filters)."""
-    from .control import wiring
+    from . import wiring
     store = wiring.conversation_store(config)
     try:
         return await store.open()
@@ -84,7 +84,7 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
     # process its sessions' too (workers open their own: worker_store).
     store = rules = None
     if with_broker:
-        from .control import wiring
+        from . import wiring
         store = wiring.conversation_store(config)
         rules = wiring.family(config, store)
     services: Services | ControlServices
@@ -127,7 +127,7 @@ def _worker(config: dict, make: Callable[..., Services], store: Store | None, de
     shared: dict[str, Any] = {}
     credentials = None
     if device_tokens:
-        from .control import wiring
+        from . import wiring
         from .control.credentials import Credentials
         from .control.wake import WakeArbiter, window_s
         credentials = Credentials(wiring.auth_dir(config)).load()

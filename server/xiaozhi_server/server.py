@@ -88,7 +88,7 @@ class XiaozhiServer:
     async def start(self) -> XiaozhiServer:
         await self.services.start()   # models and clients load before any device connects
         if self.control is not None:
-            from .control import wiring
+            from . import wiring
             await wiring.adopt_shared_secret(self.control, self.broker)
         if self.broker is not None:
             await self.broker.start()

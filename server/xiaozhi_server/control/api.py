@@ -39,7 +39,7 @@ from . import checks
 from .api_care import CareApi
 from .console_sessions import COOKIE, ConsoleSessions
 from .login_throttle import LoginThrottle
-from .errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
+from ..errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from ..pipeline.care import clean_profile
 from ..safety import expansions
 from . import checks
-from .errors import BadRequest, Conflict, NotFound
+from ..errors import BadRequest, Conflict, NotFound
 from .store_care import day_bounds
 
 MAX_TOPICS = 100

@@ -25,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING, Callable
 
 from ..logthrottle import LogThrottle
-from .errors import StoreUnavailable
+from ..errors import StoreUnavailable
 from .store_fleet import DRAINING, SERVING
 
 if TYPE_CHECKING:

@@ -46,7 +46,7 @@ from ..logthrottle import LogThrottle
 from . import checks
 from . import store as st
 from .duplicates import DuplicateWatch
-from .errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
+from ..errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
                      StoreUnavailable)
 from .family import Family
 from .pacer import Pacer

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..runtime.lessons import lesson_names
 from . import checks
-from .errors import BadRequest, ControlError, NotFound
+from ..errors import BadRequest, ControlError, NotFound
 from .family import MAX_USAGE_DAYS, check_name
 from .store_devices import MAX_SEEN
 

@@ -25,7 +25,7 @@ import logging
 import time
 from typing import Callable, NamedTuple, Union
 
-from .errors import ControlError
+from ..errors import ControlError
 
 log = logging.getLogger(__name__)
 

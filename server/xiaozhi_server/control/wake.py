@@ -137,7 +137,7 @@ def window_s(config):
 async def open_arbiter(config):
     """An arbiter on a connection of its own to the node's control store (a
     worker process's: the primary keeps its own)."""
-    from . import wiring
+    from .. import wiring
     from .store import Store
     store = await Store(wiring.db_target(config)).open()
     return WakeArbiter(store, window_s(config))

@@ -45,7 +45,7 @@ from aiohttp import web
 
 from .. import protocol as proto
 from ..config import is_loopback
-from ..control.errors import StoreUnavailable
+from ..errors import StoreUnavailable
 from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
 from . import auth, http_edge, tls

@@ -61,7 +61,7 @@ async def test_a_node_whose_link_session_is_taken_over_says_so_and_stops(caplog)
     # in a loop, silently, each missing the reports sent meanwhile.
     from testkit.control_api import eventually
     from testkit.mosquitto import Mosquitto
-    from xiaozhi_server.control.errors import BrokerUnavailable
+    from xiaozhi_server.errors import BrokerUnavailable
     from xiaozhi_server.control.mqtt import MqttLink
     broker = Mosquitto().start()
     first = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")

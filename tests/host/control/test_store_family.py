@@ -9,7 +9,7 @@ import zoneinfo
 
 import pytest
 
-from xiaozhi_server.control.errors import BadRequest
+from xiaozhi_server.errors import BadRequest
 from xiaozhi_server.control.family import BEDTIME, TALK_TIME, Family
 from xiaozhi_server.control.store import Store
 

@@ -6,24 +6,24 @@ import os
 import uuid
 from typing import TYPE_CHECKING, cast
 
-from .. import config as configmod
-from .api import add_routes
-from .broker import Broker
-from .credentials import Credentials
-from .devices import Devices
-from .family import Family
-from .mqtt import MqttLink
-from .pacer import Pacer
-from .plane import ControlPlane
-from .store import Store
-from .store_devices import ActivationLimits
+from . import config as configmod
+from .control.api import add_routes
+from .control.broker import Broker
+from .control.credentials import Credentials
+from .control.devices import Devices
+from .control.family import Family
+from .control.mqtt import MqttLink
+from .control.pacer import Pacer
+from .control.plane import ControlPlane
+from .control.store import Store
+from .control.store_devices import ActivationLimits
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from ..runtime.registry import Registry
+    from .runtime.registry import Registry
 
 
 def _db_path(config):
