@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests")]
 
 from testkit.postgres import Postgres  # noqa: E402
-from xiaozhi_server.control.store import Store  # noqa: E402
+from xiaozhi_server.store.store import Store  # noqa: E402
 from xiaozhi_server.control.wake import WakeArbiter  # noqa: E402
 
 from .report import Figure, percentile  # noqa: E402

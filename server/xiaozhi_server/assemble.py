@@ -29,7 +29,7 @@ from .transport.ws_server import WsServer
 if TYPE_CHECKING:
     from .control.broker import Broker
     from .control.plane import ControlPlane
-    from .control.store import Store
+    from .store.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from .control.family import Family
 from .control.mqtt import MqttLink
 from .control.pacer import Pacer
 from .control.plane import ControlPlane
-from .control.store import Store
-from .control.store_devices import ActivationLimits
+from .store.store import Store
+from .store.devices import ActivationLimits
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ import time
 from ..logthrottle import LogThrottle
 from . import checks
 from ..errors import BadRequest
-from .store_devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
+from ..store.devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import pytest
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 from xiaozhi_server import protocol as proto
-from xiaozhi_server.control.store import Store
+from xiaozhi_server.store.store import Store
 from xiaozhi_server.control.wake import WakeArbiter, winner
 from xiaozhi_server.server import XiaozhiServer
 from xiaozhi_server.services import Services
