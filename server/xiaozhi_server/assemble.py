@@ -27,7 +27,7 @@ from .transport.http_server import HttpServer
 from .transport.ws_server import WsServer
 
 if TYPE_CHECKING:
-    from .control.broker import Broker
+    from .broker.broker import Broker
     from .control.plane import ControlPlane
     from .store.store import Store
 
@@ -128,7 +128,7 @@ def _worker(config: dict, make: Callable[..., Services], store: Store | None, de
     credentials = None
     if device_tokens:
         from . import wiring
-        from .control.credentials import Credentials
+        from .broker.credentials import Credentials
         from .control.wake import WakeArbiter, window_s
         credentials = Credentials(wiring.auth_dir(config)).load()
         # Limits are asked even when the store is away: it refuses nothing then (control/family.py).

@@ -159,7 +159,7 @@ DEFAULTS = {
         "url": None,
         "port": 1883,
         # The loopback port of the broker started here that takes only the
-        # server's own link (control/broker.py); 0: a free one at each start.
+        # server's own link (broker/broker.py); 0: a free one at each start.
         # Set it when a firewall or a second server on this host must know it.
         "link_port": 0,
         # The broker started here listens for devices with TLS on this port

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, cast
 
 from . import config as configmod
 from .control.api import add_routes
-from .control.broker import Broker
-from .control.credentials import Credentials
+from .broker.broker import Broker
+from .broker.credentials import Credentials
 from .control.devices import Devices
 from .control.family import Family
-from .control.mqtt import MqttLink
+from .broker.mqtt import MqttLink
 from .control.pacer import Pacer
 from .control.plane import ControlPlane
 from .store.store import Store

@@ -12,7 +12,7 @@ import pytest
 from testkit.control_api import eventually
 from testkit.mqtt_device import MqttDevice, credentials
 from xiaozhi_server import protocol as proto
-from xiaozhi_server.control import mqtt as control_mqtt
+from xiaozhi_server.broker import mqtt as control_mqtt
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
 JUNK = [b"", b"\xff\xfe not utf-8", b"{not json", b"[1, 2, 3]", b'{"device_id": 7, "state": []}',
