@@ -7,7 +7,7 @@ import uuid
 from typing import TYPE_CHECKING, cast
 
 from . import config as configmod
-from .control.api import add_routes
+from .api.routes import add_routes
 from .broker.broker import Broker
 from .broker.credentials import Credentials
 from .control.devices import Devices

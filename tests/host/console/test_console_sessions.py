@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 
 from testkit.console_browser import TOKEN
-from xiaozhi_server.control.console_sessions import ConsoleSessions
+from xiaozhi_server.api.console_sessions import ConsoleSessions
 
 
 class Clock:

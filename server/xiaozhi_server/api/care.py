@@ -11,7 +11,7 @@ from aiohttp import web
 
 from ..pipeline.care import clean_profile
 from ..safety import expansions
-from . import checks
+from ..control import checks
 from ..errors import BadRequest, Conflict, NotFound
 from ..store.care import day_bounds
 

@@ -35,8 +35,8 @@ from aiohttp import web
 from .. import protocol as proto
 from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
-from . import checks
-from .api_care import CareApi
+from ..control import checks
+from .care import CareApi
 from .console_sessions import COOKIE, ConsoleSessions
 from .login_throttle import LoginThrottle
 from ..errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
