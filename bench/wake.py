@@ -18,7 +18,7 @@ sys.path[:0] = [os.path.join(ROOT, "tests")]
 
 from testkit.postgres import Postgres  # noqa: E402
 from xiaozhi_server.store.store import Store  # noqa: E402
-from xiaozhi_server.control.wake import WakeArbiter  # noqa: E402
+from xiaozhi_server.fleet.wake import WakeArbiter  # noqa: E402
 
 from .report import Figure, percentile  # noqa: E402
 

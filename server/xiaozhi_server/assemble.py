@@ -91,7 +91,7 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
     if role != SINGLE:      # the sessions live in the workers, or nowhere
         services = ControlServices(config, family=rules)
     elif store is not None:
-        from .control.wake import WakeArbiter, window_s
+        from .fleet.wake import WakeArbiter, window_s
         services = make(config, family=rules, care=store.care, conversations=store,
                         wake_floor=WakeArbiter(store, window_s(config)))
     else:
@@ -102,7 +102,7 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
     http.workers = pool
     if broker is None or store is None:
         return Parts(services, ws, http)
-    from .control.fleet import new_node_id
+    from .fleet.nodes import new_node_id
     node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
     control = wiring.create(config, services.registry, broker, http.app, node_id, store=store, rules=rules)
     control.on_drain_asked = on_drain_asked
@@ -129,7 +129,7 @@ def _worker(config: dict, make: Callable[..., Services], store: Store | None, de
     if device_tokens:
         from . import wiring
         from .broker.credentials import Credentials
-        from .control.wake import WakeArbiter, window_s
+        from .fleet.wake import WakeArbiter, window_s
         credentials = Credentials(wiring.auth_dir(config)).load()
         # Limits are asked even when the store is away: it refuses nothing then (control/family.py).
         shared["family"] = wiring.family(config, store)

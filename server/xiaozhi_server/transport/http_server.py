@@ -8,7 +8,7 @@ transport, and this server speaks WebSocket. The control-plane broker
 
 With several nodes sharing a control store (docs/deploy.md), the URL is
 the device's node: the one it was sent to while that node lives and
-serves, else the least loaded live one (control/fleet.py).
+serves, else the least loaded live one (fleet/nodes.py).
 
 Nothing secret goes to any caller (control/devices.py has the policy):
 with device tokens configured, a device gets its own token and broker
