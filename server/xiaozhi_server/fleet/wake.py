@@ -133,11 +133,3 @@ class WakeArbiter:
 def window_s(config):
     return float(config["fleet"]["wake_window_ms"]) / 1000.0
 
-
-async def open_arbiter(config):
-    """An arbiter on a connection of its own to the node's control store (a
-    worker process's: the primary keeps its own)."""
-    from .. import wiring
-    from ..store.store import Store
-    store = await Store(wiring.db_target(config)).open()
-    return WakeArbiter(store, window_s(config))
