@@ -83,7 +83,7 @@ def routes():
         ("GET", PREFIX + "/limits", "get_limits"),
         ("PUT", PREFIX + "/limits", "put_limits"),
         ("GET", PREFIX + "/usage", "usage"),
-        # what the family keeps per device (api_care.py)
+        # what the family keeps per device (care.py)
         ("GET", PREFIX + "/topics", "get_topics"),
         ("PUT", PREFIX + "/topics", "put_topics"),
         ("GET", PREFIX + "/flags", "list_flags"),

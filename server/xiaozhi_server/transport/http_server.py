@@ -109,7 +109,7 @@ class HttpServer:
         self._ws_url_for = ws_url_for
         self.broker_url_for = broker_url_for    # fn(host) -> the broker's URL as a device there reaches it
         self.devices = None     # control.devices.Devices when the control plane runs
-        self.fleet = None       # control.fleet.Node: which node a device is sent to
+        self.fleet = None       # fleet.nodes.Node: which node a device is sent to
         self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
         self.on_seen = None     # async fn(device_id, via, firmware): the control store lists every device seen
         self.limits = services.config["limits"]
