@@ -119,7 +119,7 @@ async def one_run(requests, paced, mode, work_ms):
 async def run_control(requests=2000, work_ms=20):
     # The unpaced runs make the MQTT client warn per queued publish: the figures say it.
     import aiomqtt  # noqa: F401  (it sets its logger's level when imported)
-    for name in ("mqtt", "xiaozhi_server.control"):
+    for name in ("mqtt", "xiaozhi_server.control", "xiaozhi_server.broker"):
         logging.getLogger(name).setLevel(logging.ERROR)
     figures = []
     for paced in (False, True):

@@ -14,8 +14,8 @@ import time
 
 
 from testkit.postgres import Postgres  # noqa: E402
-from xiaozhi_server.control.store import Store  # noqa: E402
-from xiaozhi_server.control.wake import WakeArbiter  # noqa: E402
+from xiaozhi_server.store.store import Store  # noqa: E402
+from xiaozhi_server.fleet.wake import WakeArbiter  # noqa: E402
 
 from .report import Figure, percentile  # noqa: E402
 

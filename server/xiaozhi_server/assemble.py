@@ -27,9 +27,9 @@ from .transport.http_server import HttpServer
 from .transport.ws_server import WsServer
 
 if TYPE_CHECKING:
-    from .control.broker import Broker
+    from .broker.broker import Broker
     from .control.plane import ControlPlane
-    from .control.store import Store
+    from .store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def ws_url(ws: WsServer, host: str) -> str:
 async def worker_store(config: dict) -> Store | None:
     """A worker's own connection to the control store the primary migrated;
     None when it cannot be reached (the talk goes on; the lexicon still filters)."""
-    from .control import wiring
+    from . import wiring
     store = wiring.conversation_store(config)
     try:
         return await store.open()
@@ -84,14 +84,14 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
     # process its sessions' too (workers open their own: worker_store).
     store = rules = None
     if with_broker:
-        from .control import wiring
+        from . import wiring
         store = wiring.conversation_store(config)
         rules = wiring.family(config, store)
     services: Services | ControlServices
     if role != SINGLE:      # the sessions live in the workers, or nowhere
         services = ControlServices(config, family=rules)
     elif store is not None:
-        from .control.wake import WakeArbiter, window_s
+        from .fleet.wake import WakeArbiter, window_s
         services = make(config, family=rules, care=store.care, conversations=store,
                         wake_floor=WakeArbiter(store, window_s(config)))
     else:
@@ -102,7 +102,7 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
     http.workers = pool
     if broker is None or store is None:
         return Parts(services, ws, http)
-    from .control.fleet import new_node_id
+    from .fleet.nodes import new_node_id
     node_id = new_node_id(config["server"].get("public_host"), config["server"]["ws_port"])
     control = wiring.create(config, services.registry, broker, http.app, node_id, store=store, rules=rules)
     control.on_drain_asked = on_drain_asked
@@ -127,9 +127,9 @@ def _worker(config: dict, make: Callable[..., Services], store: Store | None, de
     shared: dict[str, Any] = {}
     credentials = None
     if device_tokens:
-        from .control import wiring
-        from .control.credentials import Credentials
-        from .control.wake import WakeArbiter, window_s
+        from . import wiring
+        from .broker.credentials import Credentials
+        from .fleet.wake import WakeArbiter, window_s
         credentials = Credentials(wiring.auth_dir(config)).load()
         # Limits are asked even when the store is away: it refuses nothing then (control/family.py).
         shared["family"] = wiring.family(config, store)

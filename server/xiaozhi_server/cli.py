@@ -2,7 +2,7 @@
 
     xiaozhi-server run [--config var/server.yaml] [--host H] [--port 8000]
                        [--http-port 8003] [--workers N] [--insecure] [-v]
-    xiaozhi-server task|schedule|device|node ...   (control/cli.py: through a running server's API)
+    xiaozhi-server task|schedule|device|node ...   (api/cli.py: through a running server's API)
 """
 import argparse
 import asyncio
@@ -183,7 +183,7 @@ def main(argv=None):
                    help="processes holding the voice sessions (default server.workers: auto = one per core)")
     r.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without a token")
     r.add_argument("-v", "--verbose", action="store_true")
-    from .control import cli as control_cli
+    from .api import cli as control_cli
     control_cli.add_parsers(sub)
     args = p.parse_args(argv)
     if args.cmd in control_cli.COMMANDS:

@@ -225,7 +225,7 @@ class MqttConfig(Section):
                                     "and topics.")
     port: int = setting(1883, "The port of the broker started here.")
     link_port: int = setting(0, "The loopback port of the broker started here that takes only the server's own "
-                                "link (control/broker.py); 0: a free one at each start. Set it when a firewall "
+                                "link (broker/broker.py); 0: a free one at each start. Set it when a firewall "
                                 "or a second server on this host must know it.")
     tls_port: int = setting(8883, "The broker started here listens for devices with TLS on this port of "
                                   "server.host when tls.cert is set (its plain port stays on loopback).")

@@ -1,6 +1,6 @@
 """The whole server in one object: providers, server MCP processes, the
 MQTT broker, the WebSocket endpoint and the HTTP endpoint, and its place
-among the nodes sharing its control store (control/fleet.py). Its parts
+among the nodes sharing its control store (fleet/nodes.py). Its parts
 are built and wired by assemble.py; this object starts and stops them.
 
     server = XiaozhiServer(config)
@@ -88,7 +88,7 @@ class XiaozhiServer:
     async def start(self) -> XiaozhiServer:
         await self.services.start()   # models and clients load before any device connects
         if self.control is not None:
-            from .control import wiring
+            from . import wiring
             await wiring.adopt_shared_secret(self.control, self.broker)
         if self.broker is not None:
             await self.broker.start()
@@ -134,7 +134,7 @@ class XiaozhiServer:
         return self._ws_url_for(host)
 
     async def _join_fleet(self) -> None:
-        from .control.fleet import Node
+        from .fleet.nodes import Node
         fleet = self.config["fleet"]
         url = self.public_ws_url()
         if url is None and self.control.store.shared:

@@ -57,7 +57,7 @@ async def warm_up(provider: Any) -> None:
 
 
 class WakeFloor(Protocol):
-    """Who answers a wake word among a household's devices (control/wake.py
+    """Who answers a wake word among a household's devices (fleet/wake.py
     on a node with a control store; absent, every device answers)."""
 
     async def claim(self, device_id: str, level: float | None = None, score: float | None = None) -> bool: ...
@@ -73,7 +73,7 @@ class Services:
         counts (control/family.py); `care`, what the family keeps per device
         (control store's CareRecords); `conversations`, where each device's
         conversation is kept between connections; `wake_floor`, who answers a
-        household's wake word (control/wake.py)."""
+        household's wake word (fleet/wake.py)."""
         self.config = config
         self.lines = Lines.load((config.get("lines") or {}).get("file"))
         self.llm = llm if llm is not None else choose_llm(dict(config.get("llm") or {}),

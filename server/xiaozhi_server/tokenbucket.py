@@ -1,7 +1,7 @@
 """A token bucket: what one sender may do per second, with bursts.
 
 Used by the WebSocket edge (transport/ratelimit.py, per connection) and the
-control plane's MQTT link (control/mqtt.py, per device and kind of report).
+control plane's MQTT link (broker/mqtt.py, per device and kind of report).
 """
 
 

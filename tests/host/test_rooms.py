@@ -151,3 +151,69 @@ def test_provider_kinds_stand_apart():
                 if mod[:2] == [NAME, "providers"] and len(mod) > 2 and mod[2] in kinds and mod[2] != kind:
                     crossing.append("%s imports %s" % (path.relative_to(PACKAGE), ".".join(mod)))
     assert not crossing, "\n".join(crossing)
+
+
+# The back office, one room per job. Each may import only the rooms named
+# here (and what all rooms share: errors.py, protocol/, logthrottle.py...):
+# the parents' API stands on the request plane, which stands on the store;
+# the fleet (nodes, wake arbitration) stands on the store beside the plane;
+# the MQTT broker and the server's link to it stand apart. None of them
+# imports the composition that builds them (wiring.py, assemble.py, ...).
+BACK_OFFICE = {
+    "api": {"control", "store", "broker"},
+    "control": {"store"},
+    "fleet": {"store"},
+    "store": set(),
+    "broker": set(),
+}
+COMPOSITION = {"wiring", "assemble", "server", "cli", "__main__", "shard"}
+MAX_ROOM_FILES = 20
+
+
+def test_the_back_office_imports_down_only():
+    """api -> control -> store, fleet -> store, broker apart; an arrow
+    against these (the store reaching for the plane, the broker for the
+    store, a room for the wiring above it) is named with its file."""
+    rooms = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert set(BACK_OFFICE) <= set(rooms), "missing back-office rooms: %s" % sorted(set(BACK_OFFICE) - set(rooms))
+    wrong = []
+    for (a, b), why in sorted(room_arrows().items()):
+        if a in BACK_OFFICE and (b in BACK_OFFICE or b in COMPOSITION) and b not in BACK_OFFICE[a]:
+            wrong.append("%s -> %s: %s" % (a, b, "; ".join("%s imports %s" % w for w in why[:4])))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_room_holds_more_than_twenty_files():
+    """A room a newcomer reads in one sitting: at most 20 modules in one folder."""
+    big = {}
+    for folder in [PACKAGE] + sorted(p for p in PACKAGE.rglob("*") if p.is_dir() and (p / "__init__.py").exists()):
+        n = len(list(folder.glob("*.py")))
+        if folder != PACKAGE and n > MAX_ROOM_FILES:
+            big[str(folder.relative_to(PACKAGE))] = n
+    assert not big, big
+
+
+def _file_of(parts):
+    """The module file an imported name lives in (the longest prefix that is one)."""
+    for n in range(len(parts), 1, -1):
+        base = PACKAGE.parent.joinpath(*parts[:n])
+        if base.with_suffix(".py").exists():
+            return base.with_suffix(".py")
+        if (base / "__init__.py").exists():
+            return base / "__init__.py"
+    return None
+
+
+def test_no_import_circle_between_the_back_office_modules():
+    """Inside a back-office room too, modules import one way: a module the
+    store composes (deliveries.py) takes nothing back from store.py."""
+    arrows = collections.defaultdict(list)
+    for room in BACK_OFFICE:
+        for path in sorted((PACKAGE / room).rglob("*.py")):
+            for mod in _imports(path):
+                dst = _file_of(mod)
+                if dst is not None and dst != path and dst.name != "__init__.py":
+                    src, dst = str(path.relative_to(PACKAGE)), str(dst.relative_to(PACKAGE))
+                    arrows[(src, dst)].append((src, ".".join(mod)))
+    found = circles(arrows)
+    assert not found, "\n".join("circle: " + " <-> ".join(group) for group in found)

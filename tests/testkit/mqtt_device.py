@@ -19,7 +19,7 @@ import asyncio
 
 import aiomqtt
 
-from xiaozhi_server.control.mqtt import settle
+from xiaozhi_server.broker.mqtt import settle
 from xiaozhi_server import protocol as proto
 
 

@@ -1,1 +1,1 @@
-"""The parents' control plane: the MQTT broker, control requests to devices, schedules."""
+"""The parents' control plane: requests and schedules sent to devices over MQTT, their acks, activation, the family's rules."""

@@ -2,7 +2,7 @@
 device id (it becomes part of a topic), the task against the app registry,
 and the task's params against that task's own schema."""
 from .. import protocol as proto
-from .errors import BadRequest
+from ..errors import BadRequest
 
 MAX_DEVICE_ID = 64
 

@@ -9,7 +9,7 @@ and the activation codes a device shows until a parent approves it.
 
 A device's broker password is random, made whenever it is handed out
 (provisioning, an OTA answer that grants credentials) and set in the
-broker through its dynamic security plugin (control/dynsec.py), which
+broker through its dynamic security plugin (broker/dynsec.py), which
 keeps only its hash: the one handed out last is the one that works. A
 broker this server cannot manage (no admin login) checks nothing: the
 answer then carries the password derived from the server secret, and
@@ -39,8 +39,8 @@ import time
 
 from ..logthrottle import LogThrottle
 from . import checks
-from .errors import BadRequest
-from .store_devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
+from ..errors import BadRequest
+from ..store.devices import ADDED, CODE_TAKEN, PREFIX_FULL, SOURCE_FULL, ActivationLimits
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import unicodedata
 import zoneinfo
 from typing import Callable
 
-from .errors import BadRequest, StoreUnavailable
+from ..errors import BadRequest, StoreUnavailable
 
 log = logging.getLogger(__name__)
 

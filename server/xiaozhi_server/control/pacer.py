@@ -16,7 +16,7 @@ DeviceBusy too. max_in_flight 0 turns pacing off (the bench's "before").
 import asyncio
 import collections
 
-from .errors import DeviceBusy
+from ..errors import DeviceBusy
 
 
 class _Device:

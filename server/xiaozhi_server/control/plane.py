@@ -17,7 +17,7 @@ reads every device's reports; the store decides which node does what
 follows, once: the first to record an ack updates the schedule, the one
 that claims a device's re-send round makes its unacked schedules due
 again. A schedule's SET_ALARM / UNSET_ALARM goes out only from the node
-that claimed its delivery (store_deliveries.py): the node whose API wrote
+that claimed its delivery (store/deliveries.py): the node whose API wrote
 it, at once, else any node's dispatcher, which takes over the claims of a
 dead node with their req_ids. Schedules whose request has no ack become
 due again when the broker comes back and when the device reports its
@@ -44,19 +44,19 @@ from typing import TYPE_CHECKING, Any, Callable, Collection
 from .. import protocol as proto
 from ..logthrottle import LogThrottle
 from . import checks
-from . import store as st
+from ..store import store as st
 from .duplicates import DuplicateWatch
-from .errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
+from ..errors import (BadRequest, BrokerUnavailable, Conflict, DeviceBusy, NotFound, PreconditionFailed,
                      StoreUnavailable)
 from .family import Family
 from .pacer import Pacer
 from .plane_family import FamilyPlane
-from .store_fleet import DRAINING
+from ..store.fleet import DRAINING
 
 if TYPE_CHECKING:
     from ..runtime.registry import Registry
     from .devices import Devices
-    from .store import Store
+    from ..store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -536,7 +536,7 @@ class ControlPlane(FamilyPlane):
         twice. They become due, and the dispatchers of the nodes send each once.
         ack_lost_after_s (the periodic sweep): a request its board must have
         had, since the board reported well after it went out, goes with a new
-        req_id (store_deliveries.mark_due): its ack was lost, and the board
+        req_id (store/deliveries.py: mark_due): its ack was lost, and the board
         would drop the copy unanswered."""
         try:
             n = await self.store.mark_due(device_id, min_age_s, ack_lost_after_s)

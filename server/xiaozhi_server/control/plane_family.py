@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..runtime.lessons import lesson_names
 from . import checks
-from .errors import BadRequest, ControlError, NotFound
+from ..errors import BadRequest, ControlError, NotFound
 from .family import MAX_USAGE_DAYS, check_name
-from .store_devices import MAX_SEEN
+from ..store.devices import MAX_SEEN
 
 if TYPE_CHECKING:
     from .devices import Devices
     from .family import Family
-    from .store import Store
+    from ..store.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What the voice side keeps and reads for the child's family, and the
 shape of the chat app's memory of the child.
 
-CarePort is the store as a session uses it (control/store_care.py
+CarePort is the store as a session uses it (store/care.py
 implements it; assemble.py hands it to Services as `care`, None without
 a control store): the device's blocked topics, the safety filter's flags,
 the transcripts a parent turned on, and the memory profile.

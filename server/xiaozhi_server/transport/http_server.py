@@ -8,7 +8,7 @@ transport, and this server speaks WebSocket. The control-plane broker
 
 With several nodes sharing a control store (docs/deploy.md), the URL is
 the device's node: the one it was sent to while that node lives and
-serves, else the least loaded live one (control/fleet.py).
+serves, else the least loaded live one (fleet/nodes.py).
 
 Nothing secret goes to any caller (control/devices.py has the policy):
 with device tokens configured, a device gets its own token and broker
@@ -45,7 +45,7 @@ from aiohttp import web
 
 from .. import protocol as proto
 from ..config import is_loopback
-from ..control.errors import StoreUnavailable
+from ..errors import StoreUnavailable
 from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
 from . import auth, http_edge, tls
@@ -109,7 +109,7 @@ class HttpServer:
         self._ws_url_for = ws_url_for
         self.broker_url_for = broker_url_for    # fn(host) -> the broker's URL as a device there reaches it
         self.devices = None     # control.devices.Devices when the control plane runs
-        self.fleet = None       # control.fleet.Node: which node a device is sent to
+        self.fleet = None       # fleet.nodes.Node: which node a device is sent to
         self.workers = None     # shard.pool.WorkerPool when worker processes hold the sessions
         self.on_seen = None     # async fn(device_id, via, firmware): the control store lists every device seen
         self.limits = services.config["limits"]

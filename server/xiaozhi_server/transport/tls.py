@@ -3,7 +3,7 @@
 With `tls.cert` and `tls.key` (PEM files: the certificate chain and its
 key) the WebSocket is wss://, the HTTP port (OTA, the parents' API) is
 https://, and the broker the server starts gets an mqtts:// listener with
-the same files (control/broker.py). Without them every listener is plain,
+the same files (broker/broker.py). Without them every listener is plain,
 which is allowed only on loopback unless the operator sets
 `tls.allow_plain: true` (a TLS proxy in front, say): `refuse_plain_exposure`
 stops the server at start otherwise.

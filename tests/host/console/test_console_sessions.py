@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 
 from testkit.console_browser import TOKEN
-from xiaozhi_server.control.console_sessions import ConsoleSessions
+from xiaozhi_server.api.console_sessions import ConsoleSessions
 
 
 class Clock:
@@ -78,7 +78,7 @@ def test_a_wrong_token_gets_no_cookie(console_server):
 
 
 def test_only_the_consoles_own_files_are_served(console_server):
-    for path in ("/console/..%2Fcontrol%2Fapi.py", "/console/%2e%2e/server.py", "/console/pages/../../config.py",
+    for path in ("/console/..%2Fapi%2Froutes.py", "/console/%2e%2e/server.py", "/console/pages/../../config.py",
                  "/console/app.py", "/console/.hidden.js", "/console/nope.js"):
         status, _ = _call(console_server.base, "GET", path, {})
         assert status == 404, path

@@ -3,8 +3,8 @@ API refuses everything when the server is exposed without one."""
 import aiohttp
 from aiohttp import web
 
-from xiaozhi_server.control.api import add_routes
-from xiaozhi_server.control.console_sessions import COOKIE
+from xiaozhi_server.api.routes import add_routes
+from xiaozhi_server.api.console_sessions import COOKIE
 
 
 async def test_a_configured_token_is_required(start_control):
@@ -100,7 +100,7 @@ async def test_wrong_tokens_from_one_address_get_a_clear_429(start_control):
 
 
 def test_the_throttle_is_per_address_and_recovers():
-    from xiaozhi_server.control.login_throttle import LoginThrottle, TooManyAttempts
+    from xiaozhi_server.api.login_throttle import LoginThrottle, TooManyAttempts
     now = [0.0]
     t = LoginThrottle(burst=3, per_s=10, max_addresses=2, clock=lambda: now[0])
     for _ in range(3):

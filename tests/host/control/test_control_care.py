@@ -1,11 +1,11 @@
-"""What the family keeps per device (store_care.py) on both back-ends, and
+"""What the family keeps per device (store/care.py) on both back-ends, and
 its routes: blocked topics, flags, privacy, transcripts, memory; bad input
 gets a 400 that names the field, and nothing is changed by it."""
 import time
 
 import pytest
 
-from xiaozhi_server.control.store import Store
+from xiaozhi_server.store.store import Store
 
 
 @pytest.fixture

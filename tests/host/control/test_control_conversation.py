@@ -5,7 +5,7 @@ machine restarted between two questions goes on with the conversation."""
 from testkit.control_api import control_config, eventually
 from testkit.fake_llm import FakeLLM
 from testkit.wire_device import WireDevice
-from xiaozhi_server.control.store import Store
+from xiaozhi_server.store.store import Store
 from xiaozhi_server.server import XiaozhiServer
 
 

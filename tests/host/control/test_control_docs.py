@@ -6,7 +6,7 @@ import yaml
 from openapi_spec_validator import validate
 
 from testkit import ROOT
-from xiaozhi_server.control.api import routes
+from xiaozhi_server.api.routes import routes
 
 
 def _spec():

@@ -19,7 +19,7 @@ from testkit.control_api import eventually
 from testkit.mosquitto import Mosquitto, free_port
 from testkit.mqtt_device import MqttDevice
 from testkit.server import server_config
-from xiaozhi_server.control.broker import BrokerError
+from xiaozhi_server.broker.broker import BrokerError
 from xiaozhi_server.server import XiaozhiServer
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}

@@ -7,7 +7,8 @@ import asyncio
 from testkit.control_api import eventually
 from testkit.mqtt_device import MqttDevice
 from xiaozhi_server import protocol as proto
-from xiaozhi_server.control import plane, store
+from xiaozhi_server.control import plane
+from xiaozhi_server.store import store
 
 LESSON = {"app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3"}}
 

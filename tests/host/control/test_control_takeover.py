@@ -36,8 +36,8 @@ async def test_a_device_cannot_throw_another_off_the_broker_with_its_client_id(a
 def test_the_broker_ends_with_a_server_killed_with_sigkill(tmp_path):
     script = (
         "import asyncio\n"
-        "from xiaozhi_server.control.broker import Broker\n"
-        "from xiaozhi_server.control.credentials import Credentials\n"
+        "from xiaozhi_server.broker.broker import Broker\n"
+        "from xiaozhi_server.broker.credentials import Credentials\n"
         "async def main():\n"
         "    b = await Broker(port=%d, credentials=Credentials(%r).load()).start()\n"
         "    print(b._proc.pid, flush=True)\n"
@@ -61,8 +61,8 @@ async def test_a_node_whose_link_session_is_taken_over_says_so_and_stops(caplog)
     # in a loop, silently, each missing the reports sent meanwhile.
     from testkit.control_api import eventually
     from testkit.mosquitto import Mosquitto
-    from xiaozhi_server.control.errors import BrokerUnavailable
-    from xiaozhi_server.control.mqtt import MqttLink
+    from xiaozhi_server.errors import BrokerUnavailable
+    from xiaozhi_server.broker.mqtt import MqttLink
     broker = Mosquitto().start()
     first = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")
     second = MqttLink("127.0.0.1", broker.port, identifier="xiaozhi-server-node-a")

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from xiaozhi_server.control import schema
-from xiaozhi_server.control.store import Store
-from xiaozhi_server.control.store_devices import (ADDED, CODE_TAKEN, FULL, PREFIX_FULL, SOURCE_FULL,
+from xiaozhi_server.store import schema
+from xiaozhi_server.store.store import Store
+from xiaozhi_server.store.devices import (ADDED, CODE_TAKEN, FULL, PREFIX_FULL, SOURCE_FULL,
                                                   ActivationLimits)
 
 

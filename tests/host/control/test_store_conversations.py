@@ -3,7 +3,7 @@ per device, replaced by the latest save, not kept for a device opted out,
 older than the retention neither read nor kept, erased and forgotten."""
 import pytest
 
-from xiaozhi_server.control.store import Store
+from xiaozhi_server.store.store import Store
 
 DAY = 24 * 3600.0
 

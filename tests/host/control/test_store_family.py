@@ -9,9 +9,9 @@ import zoneinfo
 
 import pytest
 
-from xiaozhi_server.control.errors import BadRequest
+from xiaozhi_server.errors import BadRequest
 from xiaozhi_server.control.family import BEDTIME, TALK_TIME, Family
-from xiaozhi_server.control.store import Store
+from xiaozhi_server.store.store import Store
 
 SHANGHAI = zoneinfo.ZoneInfo("Asia/Shanghai")
 

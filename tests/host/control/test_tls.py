@@ -182,7 +182,7 @@ def test_tls_settings_are_checked_at_start(ca, tmp_path):
 
 @pytest.mark.parametrize("trusted", [True, False])
 async def test_the_server_links_to_an_outside_broker_over_mqtts(trusted, ca, tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="xiaozhi_server.control.mqtt")
+    caplog.set_level(logging.WARNING, logger="xiaozhi_server.broker.mqtt")
     broker = Mosquitto(tls=ca.good).start()
     server = None
     try:

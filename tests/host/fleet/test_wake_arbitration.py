@@ -15,8 +15,8 @@ import pytest
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 from xiaozhi_server import protocol as proto
-from xiaozhi_server.control.store import Store
-from xiaozhi_server.control.wake import WakeArbiter, winner
+from xiaozhi_server.store.store import Store
+from xiaozhi_server.fleet.wake import WakeArbiter, winner
 from xiaozhi_server.server import XiaozhiServer
 from xiaozhi_server.services import Services
 
@@ -228,7 +228,7 @@ def test_a_claim_out_of_family_is_not_decided_by_its_level():
 
 
 def test_levels_and_scores_are_finite_and_in_range():
-    from xiaozhi_server.control.wake import clean
+    from xiaozhi_server.fleet.wake import clean
     bad = '{"type": "listen", "state": "detect", "text": "你好小智", "level": %s}'
     for value in ("NaN", "Infinity", "-Infinity", "20", "0.5", "-201"):
         with pytest.raises(proto.ProtoError):

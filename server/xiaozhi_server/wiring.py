@@ -6,24 +6,24 @@ import os
 import uuid
 from typing import TYPE_CHECKING
 
-from .. import config as configmod
-from .api import add_routes
-from .broker import Broker
-from .credentials import Credentials
-from .devices import Devices
-from .family import Family
-from .mqtt import MqttLink
-from .pacer import Pacer
-from .plane import ControlPlane
-from .store import Store
-from .store_devices import ActivationLimits
+from . import config as configmod
+from .api.routes import add_routes
+from .broker.broker import Broker
+from .broker.credentials import Credentials
+from .control.devices import Devices
+from .control.family import Family
+from .broker.mqtt import MqttLink
+from .control.pacer import Pacer
+from .control.plane import ControlPlane
+from .store.store import Store
+from .store.devices import ActivationLimits
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from ..runtime.registry import Registry
+    from .runtime.registry import Registry
 
 
 def _db_path(config):

@@ -30,7 +30,7 @@ import sqlite3
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from .errors import StoreUnavailable
+from ..errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ import urllib.parse
 import urllib.request
 
 from . import cli_nodes
-from .credentials import write_private
+from ..broker.credentials import write_private
 
 COMMANDS = ("task", "schedule", "device", "devices", "node")
 DEFAULT_SERVER = "http://127.0.0.1:8003"

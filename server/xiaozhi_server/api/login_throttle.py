@@ -11,7 +11,7 @@ import collections
 import time
 
 from ..tokenbucket import TokenBucket
-from .errors import ControlError
+from ..errors import ControlError
 
 BURST = 10          # wrong tokens an address may send at once (a parent mistyping)
 PER_S = 6.0         # then one more every PER_S seconds (10 a minute)

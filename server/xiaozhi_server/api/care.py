@@ -1,7 +1,7 @@
 """The parents' routes for what the family keeps per device (mixed into
 api.ControlApi): blocked topics and the safety filter's flags, privacy and
 transcripts, the chat app's memory of the child. The records are
-store_care.py's; docs/api.md says what each route takes and answers."""
+store/care.py's; docs/api.md says what each route takes and answers."""
 from __future__ import annotations
 
 import datetime
@@ -11,9 +11,9 @@ from aiohttp import web
 
 from ..pipeline.care import clean_profile
 from ..safety import expansions
-from . import checks
-from .errors import BadRequest, Conflict, NotFound
-from .store_care import day_bounds
+from ..control import checks
+from ..errors import BadRequest, Conflict, NotFound
+from ..store.care import day_bounds
 
 MAX_TOPICS = 100
 MAX_TOPIC = 60

@@ -35,11 +35,11 @@ from aiohttp import web
 from .. import protocol as proto
 from ..local_origin import loopback_named
 from ..logthrottle import LogThrottle
-from . import checks
-from .api_care import CareApi
+from ..control import checks
+from .care import CareApi
 from .console_sessions import COOKIE, ConsoleSessions
 from .login_throttle import LoginThrottle
-from .errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
+from ..errors import BadRequest, ControlError, Forbidden, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def routes():
         ("GET", PREFIX + "/limits", "get_limits"),
         ("PUT", PREFIX + "/limits", "put_limits"),
         ("GET", PREFIX + "/usage", "usage"),
-        # what the family keeps per device (api_care.py)
+        # what the family keeps per device (care.py)
         ("GET", PREFIX + "/topics", "get_topics"),
         ("PUT", PREFIX + "/topics", "put_topics"),
         ("GET", PREFIX + "/flags", "list_flags"),

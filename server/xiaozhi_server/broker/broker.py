@@ -8,7 +8,7 @@ warning: this server cannot give it device credentials.
 
 The broker started here refuses anonymous clients and keeps the device
 logins itself: mosquitto's dynamic security plugin, which every node
-manages over MQTT with the admin login (control/dynsec.py; its file is
+manages over MQTT with the admin login (broker/dynsec.py; its file is
 `dynamic-security.json` in mqtt.auth_dir). A configured broker is managed
 the same way when mqtt.admin_user and mqtt.admin_password are set.
 Whatever the broker, the server checks at start that it refuses an

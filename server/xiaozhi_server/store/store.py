@@ -1,15 +1,15 @@
 """The control plane's records: schedules (authoritative — the device's
 alarm is a copy), the requests sent to devices with their acks, the last
 state report of each device; the devices given credentials and the
-activation codes waiting for a parent (store_devices.py); the delivery of
-each schedule to its device (store_deliveries.py); and what nodes share
-(store_fleet.py: the nodes, which node serves a device, the server secret);
+activation codes waiting for a parent (devices.py); the delivery of
+each schedule to its device (deliveries.py); and what nodes share
+(fleet.py: the nodes, which node serves a device, the server secret);
 the name and limits a family sets per device and the child's usage per
-day (store_family.py); what the companion keeps and guards per child
-(`store.care`, store_care.py: blocked topics, safety flags, privacy,
+day (family.py); what the companion keeps and guards per child
+(`store.care`, care.py: blocked topics, safety flags, privacy,
 transcripts, the chat app's memory); each device's conversation, so it
-goes on on another node (store_conversations.py); and households and the
-wake words their devices heard (store_wake.py).
+goes on on another node (conversations.py); and households and the
+wake words their devices heard (wake.py).
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
@@ -44,13 +44,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import schema, sql
-from .store_conversations import ConversationRecords
-from .store_deliveries import DeliveryRecords
-from .store_devices import DeviceRecords
-from .store_family import FamilyRecords
-from .store_care import CareRecords
-from .store_fleet import FleetRecords
-from .store_wake import WakeRecords
+from .rows import schedule_of
+from .conversations import ConversationRecords
+from .deliveries import DeliveryRecords
+from .devices import DeviceRecords
+from .family import FamilyRecords
+from .care import CareRecords
+from .fleet import FleetRecords
+from .wake import WakeRecords
 
 PENDING_ACK = "pending_ack"
 ACTIVE = "active"
@@ -65,22 +66,6 @@ _PRUNE_EVERY = 64       # inserts between two age-based passes
 
 _COLUMNS = ("device_id", "alarm_id", "at", "time", "days", "pending_task", "created_at", "updated_at",
             "state", "last_req_id", "revision")
-
-
-def _schedule(row):
-    d = {"device_id": row["device_id"], "alarm_id": row["alarm_id"]}
-    if row["at"] is not None:
-        d["at"] = row["at"]
-    if row["time"] is not None:
-        d["time"] = row["time"]
-    if row["days"] is not None:
-        d["days"] = json.loads(row["days"])
-    d.update(pending_task=json.loads(row["pending_task"]), created_at=row["created_at"],
-             updated_at=row["updated_at"], state=row["state"], last_req_id=row["last_req_id"],
-             revision=row["revision"])
-    if row["missed"]:
-        d["missed"] = json.loads(row["missed"])   # the last occurrence the board skipped
-    return d
 
 
 def _row(s):
@@ -151,7 +136,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
         replaced, its revision going on) or the device has max_live live ones:
         "ok", "exists" or "full". The count and the insert are one transaction
         under the device's lock, so they are one step for every other caller,
-        on any node. Its delivery is due at once (store_deliveries.py)."""
+        on any node. Its delivery is due at once (deliveries.py)."""
         return await self._run(self._create_locked, s, max_live)
 
     def _create_locked(self, s, max_live):
@@ -213,7 +198,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
     def _get_schedule(self, device_id, alarm_id):
         row = self._db.execute("SELECT * FROM schedules WHERE device_id=? AND alarm_id=?",
                                (device_id, alarm_id)).fetchone()
-        return _schedule(row) if row else None
+        return schedule_of(row) if row else None
 
     async def list_schedules(self, device_id, include_deleted=False):
         return await self._run(self._list_schedules, device_id, include_deleted)
@@ -222,7 +207,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
         sql = "SELECT * FROM schedules WHERE device_id=?"
         if not include_deleted:
             sql += " AND state != 'deleted'"
-        return [_schedule(r) for r in self._db.execute(sql + " ORDER BY created_at, alarm_id", (device_id,))]
+        return [schedule_of(r) for r in self._db.execute(sql + " ORDER BY created_at, alarm_id", (device_id,))]
 
     async def record_miss(self, device_id, alarm_id, miss):
         """The board skipped an occurrence (it came up after the grace
@@ -268,7 +253,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
             args = (device_id,)
         out = []
         for r in self._db.execute(sql + " ORDER BY s.device_id, s.created_at", args):
-            d = _schedule(r)
+            d = schedule_of(r)
             d["last_sent_at"] = r["last_sent_at"]
             out.append(d)
         return out
@@ -316,7 +301,7 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
 
     def _mark_sent(self, req_id):
         # The first time it went out: a re-send of the same request keeps it
-        # (a board that reported after it must have had it: store_deliveries.mark_due).
+        # (a board that reported after it must have had it: deliveries.mark_due).
         self._db.execute("UPDATE requests SET sent_at=COALESCE(sent_at, ?) WHERE req_id=?", (time.time(), req_id))
 
     async def get_request(self, req_id):

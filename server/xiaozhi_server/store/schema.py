@@ -25,7 +25,7 @@ import logging
 import time
 from typing import Callable, NamedTuple, Union
 
-from .errors import ControlError
+from ..errors import ControlError
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ CREATE INDEX schedules_due ON schedules (due_at);
 ALTER TABLE device_states ADD COLUMN resend_round_at DOUBLE PRECISION
 """
 
-# What the companion keeps and guards per child (store_care.py).
+# What the companion keeps and guards per child (care.py).
 _CARE = """
 CREATE TABLE family_topics (
     device_id TEXT PRIMARY KEY,
@@ -190,7 +190,7 @@ CREATE TABLE family_memory (
 )
 """
 
-# What a family sets for each device and what the child did (store_family.py):
+# What a family sets for each device and what the child did (family.py):
 # the name a parent gives it and its limits (device_settings), and per local
 # day (the device's time zone) the talk time and translations (usage_days)
 # and the lessons played with their passes (lesson_days; lesson_reports: the
@@ -231,7 +231,7 @@ CREATE TABLE lesson_reports (
 """
 
 # Each device's conversation, so it goes on on another node
-# (store_conversations.py). keep = 0: the parents opted out, nothing else kept.
+# (conversations.py). keep = 0: the parents opted out, nothing else kept.
 _CONVERSATIONS = """
 CREATE TABLE conversations (
     device_id TEXT PRIMARY KEY,
@@ -265,7 +265,7 @@ ALTER TABLE activations ADD COLUMN prefix TEXT
 # Households (which devices share a home, so only the nearest answers a wake
 # word) and the wake words their devices heard: one row per device per
 # round, a round being the window its first claim opened, `seq` its place
-# in the round (store_wake.py).
+# in the round (wake.py).
 _WAKE = """
 CREATE TABLE household_members (
     device_id TEXT PRIMARY KEY,
@@ -287,7 +287,7 @@ CREATE TABLE wake_claims (
 # Every device the server has seen (an OTA check or a WebSocket hello), so
 # a parent finds a stock device that never got an MQTT login; and the node
 # holding its voice session now (node_id, NULL when none), so every node's
-# console says where a device is online (store_devices.py).
+# console says where a device is online (devices.py).
 _SEEN = """
 CREATE TABLE seen_devices (
     device_id TEXT PRIMARY KEY,

@@ -25,11 +25,11 @@ import uuid
 from typing import TYPE_CHECKING, Callable
 
 from ..logthrottle import LogThrottle
-from .errors import StoreUnavailable
-from .store_fleet import DRAINING, SERVING
+from ..errors import StoreUnavailable
+from ..store.fleet import DRAINING, SERVING
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ..store.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from .. import protocol as proto
 from ..logthrottle import LogThrottle
 from ..protocol.backoff import Backoff
 from ..tokenbucket import TokenBucket
-from .errors import BrokerUnavailable
+from ..errors import BrokerUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ sends a due schedule only after claiming it:
     delivered(device_id, alarm_id, req_id)    # no longer due
     release(device_id, alarm_id, req_id)      # still due (broker away, device busy)
 
-A claim belongs to its node while the node lives (store_fleet.py: a fresh
+A claim belongs to its node while the node lives (fleet.py: a fresh
 heartbeat and, on PostgreSQL, the node's session lock). A dead node's
 claims are taken over with the req_id it claimed them with, which may have
 reached the board already: the board runs a req_id once, so the schedule
@@ -22,7 +22,8 @@ revision) drops the claim: the new version is delivered afresh.
 """
 import time
 
-from .store_fleet import LIVE_NODES
+from .fleet import LIVE_NODES
+from .rows import schedule_of
 
 
 class DeliveryRecords:
@@ -37,7 +38,7 @@ class DeliveryRecords:
 
     async def claim_due(self, node_id, limit=50):
         """Claim up to `limit` due schedules for this node: their rows (as
-        store._schedule dicts plus claim_req_id), oldest due first. Nodes
+        rows.schedule_of dicts plus claim_req_id), oldest due first. Nodes
         claiming at once get disjoint sets."""
         return await self._run(self._claim, node_id, limit, None)
 
@@ -47,7 +48,6 @@ class DeliveryRecords:
         return rows[0] if rows else None
 
     def _claim(self, node_id, limit, key):
-        from .store import _schedule
         pick = "SELECT device_id, alarm_id FROM schedules WHERE " + self._claimable()
         args = []
         if key is not None:
@@ -68,7 +68,7 @@ class DeliveryRecords:
                                  (r["device_id"], r["alarm_id"], r["claim_req_id"]))
         out = []
         for r in rows:
-            d = _schedule(r)
+            d = schedule_of(r)
             d["claim_req_id"] = d["last_req_id"] = r["claim_req_id"]
             d["taken_over"] = r["last_req_id"] == r["claim_req_id"]
             out.append(d)

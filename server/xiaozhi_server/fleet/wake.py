@@ -5,7 +5,7 @@ within one window, only one answers.
     if not await arbiter.claim(device_id, level=-23.5, score=0.9):
         ...   # another device of the household answers: this one goes idle
 
-The claims go through the control store (store_wake.py), so devices on
+The claims go through the control store (store/wake.py), so devices on
 different nodes sharing the store are arbitrated alike; every claimant
 reads its round's claims and decides by the same rule, with no leader:
 
@@ -133,11 +133,3 @@ class WakeArbiter:
 def window_s(config):
     return float(config["fleet"]["wake_window_ms"]) / 1000.0
 
-
-async def open_arbiter(config):
-    """An arbiter on a connection of its own to the node's control store (a
-    worker process's: the primary keeps its own)."""
-    from . import wiring
-    from .store import Store
-    store = await Store(wiring.db_target(config)).open()
-    return WakeArbiter(store, window_s(config))

@@ -10,7 +10,7 @@ device's WebSocket token:
     creds.server_password(), creds.admin_password()
 
 A device's broker password is not derived: it is random, made when the
-device is provisioned and kept only by the broker (control/dynsec.py).
+device is provisioned and kept only by the broker (broker/dynsec.py).
 mqtt_password() survives for brokers that check nothing (no admin login
 configured) and for devices provisioned before the broker kept logins,
 whose boards still hold it (dynsec.py moves them over at start).

@@ -1,0 +1,1 @@
+"""The control store: one record module per table family, over SQLite or PostgreSQL, with its migrations."""
