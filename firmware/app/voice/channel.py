@@ -96,7 +96,10 @@ class Channel:
             # connect fails, the device's retry goes on.
             self.close_reason = "no_memory"
             gc.collect()
-            _log.warn("no memory to connect to %s", url)
+            try:
+                _log.warn("no memory to connect to %s", url)
+            except MemoryError:    # still none for the line itself: the reason is kept above
+                pass
             return False
         except ws.CertificateRefused as e:
             # Not the server we trust: no hello, no plain retry, no OTA re-ask
