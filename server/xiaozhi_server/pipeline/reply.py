@@ -19,14 +19,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ..text.lang import language_of
+
 
 class Turn:
     """The child's words, once heard (or typed)."""
 
-    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed")
+    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed", "language")
 
     def __init__(self, text: str, audio_ms: float = 0.0, ended_at: float | None = None, asr_ms: float = 0.0,
-                 commit: asyncio.Future | None = None, failed: str | None = None) -> None:
+                 commit: asyncio.Future | None = None, failed: str | None = None,
+                 language: str | None = None) -> None:
         # The words; the word stages (chain.py) may rewrite them. "" when ASR failed.
         self.text = text
         self.failed = failed       # None, or why ASR gave no words (AsrFailed.reason)
@@ -36,6 +39,13 @@ class Turn:
         # None (final: push to talk, typed) or a future: True = heard to the
         # end, False = the child went on and these words join the next turn.
         self.commit = commit
+        # The language the child spoke, as the ASR result says it: its script
+        # (Han: zh, Latin letters: en; the recognizers give no more); None
+        # when the words hold no letter. The reply's voice follows it where
+        # a sentence's own script says nothing (pipeline/speaker.py).
+        if language is None and any(c.isalpha() for c in text):
+            language = language_of(text)
+        self.language = language
 
     @property
     def withdrawn(self) -> bool:

@@ -109,7 +109,17 @@ class Speaker:
         # Its own pool: a reply's frames never wait behind upstream decoding or ASR.
         return await run_downstream(work)
 
-    async def _produce(self, reply, sentences, queue):
+    def _voice(self, text, language):
+        """The TTS for one sentence. One that names no language by its script
+        (a number, a count: no letter at all) is read in the language the
+        child spoke, where the TTS has a voice per language (the router's
+        `voices`); otherwise the TTS chooses, by the sentence's script."""
+        voices = getattr(self.tts, "voices", None)
+        if language and isinstance(voices, dict) and language in voices and not any(c.isalpha() for c in text):
+            return voices[language]
+        return self.tts
+
+    async def _produce(self, reply, sentences, queue, language=None):
         """Synthesize each sentence into ("start", text) ("frames", [..]) ("end", text) items."""
         try:
             async for text in sentences:
@@ -118,7 +128,7 @@ class Speaker:
                     continue
                 await queue.put(("start", text))
                 resampler = None
-                chunks = self.tts.stream(spoken)
+                chunks = self._voice(spoken, language).stream(spoken)
                 try:
                     async for chunk in chunks:
                         if chunk.text_only:
@@ -150,7 +160,8 @@ class Speaker:
         reply = self._current = _Reply(self.rate, self._send_audio, self.lead_frames, self.record)
         self.pacer = reply.pacer
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=16)
-        reply.producer = asyncio.create_task(self._produce(reply, sentences, queue))
+        language = handle.turn.language if handle is not None and handle.turn is not None else None
+        reply.producer = asyncio.create_task(self._produce(reply, sentences, queue, language))
         started = False
         try:
             while True:
