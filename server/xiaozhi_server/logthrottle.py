@@ -153,7 +153,9 @@ def throttle_loggers(names: Iterable[str], interval_s: float = 10.0, burst: int 
 # ours (their lines start with "[device]"), so one device cannot drown the rest.
 # The HTTP endpoints anyone may call are summarised per template, not per
 # device: a caller can send a new Device-Id with every request.
-DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.pipeline.listener",
+DEVICE_LOGGERS = ("xiaozhi_server.session.session", "xiaozhi_server.session.floor",
+                  "xiaozhi_server.session.hearing", "xiaozhi_server.session.hello",
+                  "xiaozhi_server.session.requests", "xiaozhi_server.pipeline.listener",
                   "xiaozhi_server.runtime.runtime", "xiaozhi_server.mcp.device_client")
 LIBRARY_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.web", "aiohttp.access", "websockets.server",
                    "xiaozhi_server.transport.websockets", "xiaozhi_server.transport.http_server")

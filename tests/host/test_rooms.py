@@ -128,11 +128,21 @@ def test_the_walk_sees_type_only_and_function_level_imports(tmp_path):
 
 def test_session_keeps_the_connection_only():
     """No stage of the voice pipeline lives in session/: it is the connection
-    and the dispatch of its messages (docs/server.md), with the answers to
-    the messages it refuses (refusal.py), and what the control plane may see
-    and do of it, in whichever process (view.py)."""
+    and the dispatch of its messages (docs/server.md), with its first
+    exchange (hello.py), the device's own requests (requests.py), the
+    answers to the messages it refuses (refusal.py), who may speak now
+    (floor.py), the child's words on to the runtime (hearing.py), and what
+    the control plane may see and do of it, in whichever process (view.py)."""
     files = sorted(p.name for p in (PACKAGE / "session").glob("*.py"))
-    assert files == ["__init__.py", "refusal.py", "session.py", "view.py"], files
+    assert files == ["__init__.py", "floor.py", "hearing.py", "hello.py", "refusal.py", "requests.py",
+                     "session.py", "view.py"], files
+
+
+def test_the_session_stays_a_module_read_in_one_sitting():
+    """Session is the wire; the turn (floor.py, hearing.py, pipeline/reply.py)
+    lives outside it. It grew from 455 to 696 lines when the turn lived inside."""
+    lines = (PACKAGE / "session" / "session.py").read_text(encoding="utf-8").count("\n")
+    assert lines < 300, "session/session.py has %d lines: move what is not the wire out" % lines
 
 
 def test_provider_kinds_stand_apart():

@@ -169,3 +169,24 @@ def profile_prompt(profile: dict) -> str:
     if not lines:
         return ""
     return MEMORY_HEADER + "\n" + "\n".join(lines)
+
+
+class NoHistoryCare:
+    """The family's care records as a session without history sees them (a
+    Device-Id that is only a claim): topics and flags as they are, no
+    memory, no transcript written."""
+
+    def __init__(self, care):
+        self._care = care
+
+    def __getattr__(self, name):
+        return getattr(self._care, name)     # topics, add_flag, privacy
+
+    async def memory(self, device_id):
+        return {"enabled": False, "profile": empty_profile()}
+
+    async def set_memory(self, device_id, profile):
+        return False
+
+    async def add_turn(self, device_id, app, child, reply):
+        return False

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 from ..config import AsrConfig, PromptsConfig, SessionConfig, VadConfig
 from .asr import Transcriber
 from .dialogue import Dialogue
-from .listener import Listener, Utterance
+from .listener import Listener
+from .reply import Turn
 from .safety import Instead, SafetyFilter
 from .speaker import Speaker
 
@@ -60,7 +61,7 @@ class Chain:
     # ---- inbound ----
 
     def listener(self, on_speech_start: Callable[[], Awaitable[None]],
-                 on_utterance: Callable[[Utterance], Awaitable[None]]) -> Listener:
+                 on_utterance: Callable[[Turn], Awaitable[None]]) -> Listener:
         s = self.services
         transcriber = Transcriber(s.asr, language=AsrConfig.of(self.config).language)
         return Listener(s.vad, transcriber, on_speech_start, on_utterance, vad_config=VadConfig.of(self.config))

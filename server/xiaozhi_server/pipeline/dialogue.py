@@ -1,6 +1,6 @@
 """The chat LLM side of a turn: history, system prompt, streaming, tool calls.
 
-`reply(user_text)` is an async iterator of sentences ready to speak. Text
+`reply(turn)` is an async iterator of sentences ready to speak. Text
 deltas go through the sentence segmenter so the first sentence is spoken
 while the model is still writing. Tool calls are executed through the
 session's ToolTable (which enforces the app's tool policy) and their
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..mcp.tools import Policy, ToolTable
     from ..providers.base import LlmProvider
     from ..providers.llm.events import LlmError
+    from .reply import Turn
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,12 @@ class Dialogue:
         """Something the server said on its own (an opener) joins the history."""
         self._grew([{"role": "assistant", "content": text}])
 
-    async def reply(self, user_text: str, on_emotion: Callable[[str], Awaitable[None]] | None = None,
-                    gate: asyncio.Future | None = None) -> AsyncIterator[str]:
-        """gate: a future; tools run and the turn joins the history only once
-        it is True (a speculative turn the child went on from leaves no trace)."""
+    async def reply(self, heard: Turn, on_emotion: Callable[[str], Awaitable[None]] | None = None
+                    ) -> AsyncIterator[str]:
+        """The answer to the child's words. Tools run and the turn joins the
+        history only once the words are final (heard.commit: a speculative
+        turn the child went on from leaves no trace)."""
+        user_text, gate = heard.text, heard.commit
         turn: list[dict[str, Any]] = [{"role": "user", "content": user_text}]
         self._trim()
         language = language_of(user_text)

@@ -25,7 +25,7 @@ utterance is a new stream given the earlier words' audio first; a stream
 no longer wanted (the child went on before its words came, a wake word,
 the session's end) is cancelled, which closes its connection. A batch ASR
 (Whisper) is given the whole utterance at the speculative end, as before.
-ASR that fails gives an Utterance with `failed` set: the session answers
+ASR that fails gives a Turn with `failed` set: the session answers
 it with its could-not-hear line once the turn is committed.
 """
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from ..config import VadConfig
 from .asr import AsrFailed
 from .opus import OpusDecoder
+from .reply import Turn, committed
 from .turn import EndOfTurnDetector
 from .turn_words import CommitSilence, same_words
 from ..pools import run_blocking
@@ -55,25 +56,10 @@ MAX_QUEUED_FRAMES = 200   # 12 s of audio; beyond that the device is flooding us
 MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
 ONSET_PATIENCE_S = 1.0           # the clock's commit waits this long for a voice starting again
 
-
-class Utterance:
-    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed")
-
-    def __init__(self, text: str, audio_ms: float, ended_at: float, asr_ms: float,
-                 commit: asyncio.Future | None = None, failed: str | None = None) -> None:
-        self.text = text           # "" when ASR failed
-        self.failed = failed       # None, or why ASR gave no words (AsrFailed.reason)
-        self.audio_ms = audio_ms
-        self.ended_at = ended_at   # time.monotonic() when the end of speech was decided
-        self.asr_ms = asr_ms
-        self.commit = commit       # None (final) or a future: True = heard to the end
-
-
-async def committed(utterance: Utterance | None) -> bool:
-    """True once the utterance is final (at once for push to talk and text)."""
-    if utterance is None or utterance.commit is None:
-        return True
-    return await asyncio.shield(utterance.commit)
+# What the listener hands on is a Turn (pipeline/reply.py); its older name
+# and the check that it is final stay importable from here.
+Utterance = Turn
+__all__ = ["Listener", "Turn", "Utterance", "committed"]
 
 
 class _Tentative:
@@ -97,7 +83,7 @@ class _Tentative:
 
 class Listener:
     def __init__(self, vad_provider: VadProvider, asr: Transcriber, on_speech_start: Callable[[], Awaitable[None]],
-                 on_utterance: Callable[[Utterance], Awaitable[None]], vad_config: VadConfig | None = None) -> None:
+                 on_utterance: Callable[[Turn], Awaitable[None]], vad_config: VadConfig | None = None) -> None:
         self.asr = asr
         self._on_start = on_speech_start
         self._on_utterance = on_utterance
@@ -124,6 +110,7 @@ class Listener:
         self.resumed = 0
         self.dropped = 0
         self.heard_ms = 0               # audio the VAD has judged so far (ms)
+        self.last_frame_at = 0.0        # monotonic time the device last sent a frame
         self.progress = asyncio.Event()  # set after each batch the VAD has judged
         self._generation = 0            # bumped by drop_pending: older batches say nothing
         self._reset_detector = False
@@ -189,6 +176,9 @@ class Listener:
 
     def push(self, packet: bytes | memoryview) -> None:
         """One upstream Opus packet (bytes or memoryview)."""
+        # Counted even when not listening: the quiet after a wake word is
+        # judged on the clock only once the device stops sending (session/floor.py).
+        self.last_frame_at = time.monotonic()
         if not self.active:
             return
         if len(self._frames) >= MAX_QUEUED_FRAMES:
@@ -431,9 +421,9 @@ class Listener:
         if commit is not None and commit.done() and not commit.result():
             return  # the child went on; the joined utterance comes next
         if failed:
-            await self._on_utterance(Utterance("", len(audio) // 32, ended_at, asr_ms, commit, text.reason))
+            await self._on_utterance(Turn("", len(audio) // 32, ended_at, asr_ms, commit, text.reason))
         elif text:
-            await self._on_utterance(Utterance(text, len(audio) // 32, ended_at, asr_ms, commit))
+            await self._on_utterance(Turn(text, len(audio) // 32, ended_at, asr_ms, commit))
 
     async def _run(self):
         while True:

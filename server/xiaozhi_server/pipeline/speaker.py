@@ -1,6 +1,6 @@
 """Speaking to one device: sentences -> TTS -> 24 kHz -> Opus -> paced frames.
 
-`speak(sentences)` takes an async iterator of sentences and sends, in
+`speak(sentences, reply)` takes an async iterator of sentences and sends, in
 order: `tts start` (once), then per sentence `sentence_start` (the
 subtitle), its audio frames paced in real time, `sentence_end`; finally,
 after the last frame has had time to play, `tts stop`. Synthesis of the
@@ -29,6 +29,7 @@ from ..audio.resample import DEVICE_RATE, Resampler
 
 if TYPE_CHECKING:
     from ..providers.base import TtsLike
+    from .reply import Reply
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,6 @@ class Speaker:
         self.rate = rate
         self.lead_frames = lead_frames
         self.speaking = False
-        self.first_frame_at: float | None = None   # monotonic time the reply's first frame left
         self.pacer: Pacer | None = None            # the current reply's pacer (figures for benchmarks)
         self.record = False          # pacers keep every frame's timing (benchmarks)
         self.on_reply_end: Callable[[Pacer], None] | None = None   # after each reply, for figures
@@ -109,7 +109,17 @@ class Speaker:
         # Its own pool: a reply's frames never wait behind upstream decoding or ASR.
         return await run_downstream(work)
 
-    async def _produce(self, reply, sentences, queue):
+    def _voice(self, text, language):
+        """The TTS for one sentence. One that names no language by its script
+        (a number, a count: no letter at all) is read in the language the
+        child spoke, where the TTS has a voice per language (the router's
+        `voices`); otherwise the TTS chooses, by the sentence's script."""
+        voices = getattr(self.tts, "voices", None)
+        if language and isinstance(voices, dict) and language in voices and not any(c.isalpha() for c in text):
+            return voices[language]
+        return self.tts
+
+    async def _produce(self, reply, sentences, queue, language=None):
         """Synthesize each sentence into ("start", text) ("frames", [..]) ("end", text) items."""
         try:
             async for text in sentences:
@@ -118,7 +128,7 @@ class Speaker:
                     continue
                 await queue.put(("start", text))
                 resampler = None
-                chunks = self.tts.stream(spoken)
+                chunks = self._voice(spoken, language).stream(spoken)
                 try:
                     async for chunk in chunks:
                         if chunk.text_only:
@@ -140,16 +150,18 @@ class Speaker:
             await close_stream(sentences)
             await queue.put((_END, None))
 
-    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None) -> bool:
+    async def speak(self, sentences: AsyncIterator[str], handle: Reply | None = None) -> bool:
         """True when everything was spoken and has played; False if cancelled.
 
-        gate: a future; nothing is sent until it is True (synthesis starts at
-        once), and if it turns False the reply is dropped unheard."""
+        handle: the reply (pipeline/reply.py) these sentences are; nothing is
+        sent until its gate is True (synthesis starts at once), if the gate
+        turns False it is dropped unheard, and it gets its first frame's time."""
+        gate = handle.gate if handle is not None else None
         reply = self._current = _Reply(self.rate, self._send_audio, self.lead_frames, self.record)
         self.pacer = reply.pacer
-        self.first_frame_at = None
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=16)
-        reply.producer = asyncio.create_task(self._produce(reply, sentences, queue))
+        language = handle.turn.language if handle is not None and handle.turn is not None else None
+        reply.producer = asyncio.create_task(self._produce(reply, sentences, queue, language))
         started = False
         try:
             while True:
@@ -170,8 +182,8 @@ class Speaker:
                     for frame in item:
                         if not await reply.pacer.send(frame):
                             return False
-                        if self.first_frame_at is None:
-                            self.first_frame_at = time.monotonic()
+                        if handle is not None and handle.first_audio_at is None:
+                            handle.first_audio_at = time.monotonic()
                 elif kind == "end":
                     await self._send_json(proto.tts(proto.TTS_SENTENCE_END, session_id=self.session_id, text=item))
             p = reply.producer

@@ -20,23 +20,18 @@ from typing import TYPE_CHECKING
 
 from .. import protocol as proto
 from ..pipeline.care import write_later
-from ..pipeline.listener import committed
+from ..pipeline.reply import committed, one
 from ..text.phrases import says
 
 if TYPE_CHECKING:
     from ..config import AppsConfig
-    from ..pipeline.listener import Utterance
+    from ..pipeline.reply import Reply, Turn
     from .port import ModeDriver, SessionPort
 
 log = logging.getLogger(__name__)
 
 GOODBYE_MAX_CHARS = 20       # a goodbye is a short utterance, not a sentence that quotes one
 EXIT_TRANSLATION_MAX_CHARS = 24
-
-
-async def _one(text):
-    """One line as a reply's sentences (spoken inside the reply that runs)."""
-    yield text
 
 
 def _line(session, key):
@@ -52,8 +47,8 @@ class Mode:
         """May the answer be prepared before the words are final?"""
         return False
 
-    async def words(self, runtime: ModeDriver, text: str, utterance: Utterance | None) -> None:
-        log.info("[%s] %s: %r not sent to the LLM", runtime.session.device_id, runtime.mode, text)
+    async def words(self, runtime: ModeDriver, turn: Turn) -> None:
+        log.info("[%s] %s: %r not sent to the LLM", runtime.session.device_id, runtime.mode, turn.text)
 
     async def listen_start(self, runtime: ModeDriver) -> None:
         """The device opened its microphone (listen start)."""
@@ -70,14 +65,14 @@ class Chat(Mode):
         # Leaving is not prepared ahead: it waits until the words are final.
         return not says_goodbye(runtime, text)
 
-    async def words(self, runtime, text, utterance):
+    async def words(self, runtime, turn):
         session = runtime.session
-        if says_goodbye(runtime, text):
-            session.farewell(text)
+        if says_goodbye(runtime, turn.text):
+            session.floor.farewell(turn.text)
         else:
             await runtime.memory.ready()    # the first turn's prompt holds what is remembered
             app = runtime.task.app_id if runtime.task else None
-            session.start_reply(chat_reply, session, text, utterance, app, answers=utterance)
+            session.floor.start(lambda reply: chat_reply(session, reply, app), turn)
 
 
 def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
@@ -86,36 +81,35 @@ def keep_turn(session: SessionPort, app: str, child: str, reply: str) -> None:
         write_later("turn", session.device_id, session.care.add_turn(session.device_id, app, child, reply))
 
 
-async def chat_reply(session: SessionPort, text: str, utterance: Utterance | None = None,
-                     app: str | None = None) -> None:
-    """The CHAT reply: the LLM's answer, spoken as it streams (dialogue ->
-    speaker), its emotion shown once the words are final, and the turn's
-    latency marks kept for the benchmarks. app: the child's turn is kept
-    for the transcripts under this app (None: words of our own, an opener cue)."""
-    epoch = session.epoch
-    marks: dict = {"heard": time.monotonic(), "ended": utterance.ended_at if utterance else None}
-    gate = utterance.commit if utterance is not None else None
+async def chat_reply(session: SessionPort, reply: Reply, app: str | None = None) -> None:
+    """The CHAT reply to reply.turn: the LLM's answer, spoken as it streams
+    (dialogue -> speaker), its emotion shown once the words are final, and
+    the turn's latency marks kept for the benchmarks. app: the child's turn
+    is kept for the transcripts under this app (None: words of our own, an
+    opener cue)."""
+    turn = reply.turn
+    assert turn is not None, "a chat reply answers words"
+    marks: dict = {"heard": time.monotonic(), "ended": turn.ended_at}
 
     async def on_emotion(emotion):
-        if session.epoch == epoch and await committed(utterance):
+        if not reply.cancelled and await committed(turn):
             marks["first_text"] = time.monotonic()
             await session.show_emotion(emotion)
 
-    sentences = session.dialogue.reply(text, on_emotion=on_emotion, gate=gate)
-    said: list[str] = []
+    sentences = session.dialogue.reply(turn, on_emotion=on_emotion)
     try:
-        ok = await session.speak(sentences, gate=gate, said=said)
+        ok = await session.floor.speak(reply, sentences)
     finally:
-        count_talk(session, utterance)
-    if app is not None and said and await committed(utterance):
-        keep_turn(session, app, text, " ".join(said))
-    marks["first_audio"] = session.first_audio_at()
+        count_talk(session, reply)
+    if app is not None and reply.said and await committed(turn):
+        keep_turn(session, app, turn.text, " ".join(reply.said))
+    marks["first_audio"] = reply.first_audio_at
     marks["done"] = time.monotonic()
     marks["completed"] = ok
     session.turn_log.append(marks)
 
 
-def count_talk(session: SessionPort, utterance: Utterance | None, translation: bool = False) -> None:
+def count_talk(session: SessionPort, reply: Reply, translation: bool = False) -> None:
     """Add one answered turn to the day's talk time: the child's speech (as
     the VAD heard it) and the reply as spoken, from its first frame to its
     end or its cut (docs/api.md says what counts). Written off the reply,
@@ -123,11 +117,11 @@ def count_talk(session: SessionPort, utterance: Utterance | None, translation: b
     family = session.family
     if family is None or session.device_id is None:
         return
-    commit = utterance.commit if utterance is not None else None
-    if commit is not None and commit.done() and not commit.cancelled() and commit.result() is False:
+    turn = reply.turn
+    if turn is not None and turn.withdrawn:
         return      # the child went on: these words are part of the next turn
-    seconds = utterance.audio_ms / 1000.0 if utterance is not None else 0.0
-    first = session.first_audio_at()
+    seconds = turn.audio_ms / 1000.0 if turn is not None else 0.0
+    first = reply.first_audio_at
     if first is not None:
         seconds += max(0.0, time.monotonic() - first)
     session.spawn(family.count_talk(session.device_id, seconds))
@@ -138,37 +132,39 @@ def count_talk(session: SessionPort, utterance: Utterance | None, translation: b
 class Translation(Mode):
     talks = True
 
-    async def words(self, runtime, text, utterance):
-        if self.is_exit(runtime.cfg, text):
+    async def words(self, runtime, turn):
+        if self.is_exit(runtime.cfg, turn.text):
             await runtime.start_default(proto.SOURCE_VOICE)
             return
         app = runtime.task.app_id if runtime.task else "translation"
-        runtime.session.start_reply(self._translate, runtime.session, text, app, utterance)
+        session = runtime.session
+        session.floor.start(lambda reply: self._translate(session, reply, app), turn)
 
     @staticmethod
     def is_exit(cfg: AppsConfig, text: str) -> bool:
         """An exit phrase inside a short utterance; a longer sentence quoting one is translated."""
         return says(text, cfg.exit_translation_phrases, EXIT_TRANSLATION_MAX_CHARS)
 
-    async def _translate(self, session, text, app, utterance=None):
+    async def _translate(self, session, reply, app):
         try:
-            await self._translated(session, text, app)
+            await self._translated(session, reply, reply.turn.text, app)
         finally:
-            count_talk(session, utterance, translation=True)
+            count_talk(session, reply, translation=True)
 
-    async def _translated(self, session, text, app):
+    async def _translated(self, session, reply, text, app):
         tool = session.tools.get("translate")
         policy = session.dialogue.tool_policy
+        floor = session.floor
         if tool is None or not session.tools.allowed(tool, policy):
-            await session.speak(_one(_line(session, "translate_unavailable")))
+            await floor.speak(reply, one(_line(session, "translate_unavailable")))
             return
         out = await session.tools.call(tool.llm_name, {"text": text}, policy)
         if out.is_error or not out.text.strip():
             log.warning("[%s] translate failed: %s", session.device_id, out.text)
-            await session.speak(_one(_line(session, "not_translated")))
+            await floor.speak(reply, one(_line(session, "not_translated")))
             return
         await session.show_emotion("neutral")
-        if await session.speak(_one(out.text.strip())):
+        if await floor.speak(reply, one(out.text.strip())):
             keep_turn(session, app, text, out.text.strip())
 
 
@@ -176,7 +172,7 @@ class PlayAudio(Mode):
     async def listen_start(self, runtime):
         # Stock devices send listen start after every tts stop: one soon after
         # our own line is that automatic return, not the child asking for chat.
-        if time.monotonic() - runtime.session.last_tts_stop < runtime.cfg.auto_listen_grace_s:
+        if time.monotonic() - runtime.session.floor.last_tts_stop < runtime.cfg.auto_listen_grace_s:
             return
         await runtime.on_wake("")
 

@@ -2,10 +2,12 @@
 
 The runtime decides (which task runs, what the child's words lead to); the
 session speaks and listens. SessionPort is everything the runtime uses of
-it, so the runtime never imports the session (the session imports the
+it, and FloorPort (its `floor`) everything of its replies and the child's
+turn, so the runtime never imports the session (the session imports the
 runtime and calls it directly) and a test can drive the runtime with
 anything that has these members. A new need of the runtime is a member
-added here first, then to session/session.py, which implements it.
+added here first, then to session/session.py or session/floor.py. A new
+fact about one turn is a field of pipeline/reply.py's Turn instead.
 ModeDriver is what a mode's handler uses of the runtime, so modes.py and
 runtime.py do not import each other either. ConversationStore is what the
 runtime uses of the control store (a device's conversation, kept between
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from ..mcp.tools import ToolTable
     from ..pipeline.dialogue import Dialogue
     from ..pipeline.care import CarePort
-    from ..pipeline.listener import Utterance
+    from ..pipeline.reply import Reply, Turn
     from ..text.lines import Lines
     from .memory import Memory
     from .registry import Task
@@ -39,28 +41,14 @@ class FamilyRules(Protocol):
     async def count_translation(self, device_id: str) -> None: ...
 
 
-class SessionPort(Protocol):
-    # What the runtime reads of the connection.
-    device_id: str
-    language: str               # the child's language for lines: "zh", "en"
-    hello: dict | None          # the device's hello (its features)
-    closed: bool
-    epoch: int                  # bumped by every abort: a reply of an older epoch is stale
+class FloorPort(Protocol):
+    """Who may speak now (session/floor.py): every reply the runtime starts
+    or waits for, and the child's side of the turn."""
+
     last_user_speech: float     # monotonic time the child last spoke (0.0: not yet)
     last_tts_stop: float        # monotonic time of our last `tts stop`
-    mcp: DeviceMcp              # the device's own tools
-    tools: ToolTable            # the tools the LLM is offered (device, server, runtime)
-    dialogue: Dialogue          # the chat history, tool policy and system prompt
-    turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
-    lines: Lines                # every line it may speak (data/lines.json, the operator's file)
-    family: FamilyRules | None  # bedtime and talk time, usage counts
-    care: CarePort | None      # the family's store: transcripts, memory (None: no control store)
 
-    # Tasks and replies.
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...
-
-    def start_reply(self, coro_fn: Callable[..., Awaitable[Any]], *args: Any,
-                    answers: Utterance | None = None) -> asyncio.Task: ...
+    def start(self, work: Callable[[Reply], Awaitable[Any]], turn: Turn | None = None) -> Reply: ...
 
     def in_reply(self) -> bool: ...
 
@@ -70,19 +58,35 @@ class SessionPort(Protocol):
 
     async def child_done(self) -> None: ...
 
-    # Speaking.
     async def say(self, text: str) -> bool: ...
 
-    async def speak(self, sentences: AsyncIterator[str], gate: asyncio.Future | None = None,
-                    said: list[str] | None = None) -> bool: ...
-
-    async def show_emotion(self, emotion: str) -> None: ...
-
-    def first_audio_at(self) -> float | None: ...
+    async def speak(self, reply: Reply, sentences: AsyncIterator[str]) -> bool: ...
 
     async def greet(self, text: str) -> None: ...
 
     def farewell(self, text: str) -> None: ...
+
+
+class SessionPort(Protocol):
+    # What the runtime reads of the connection.
+    device_id: str
+    language: str               # the child's language for lines: "zh", "en"
+    hello: dict | None          # the device's hello (its features)
+    closed: bool
+    mcp: DeviceMcp              # the device's own tools
+    tools: ToolTable            # the tools the LLM is offered (device, server, runtime)
+    dialogue: Dialogue          # the chat history, tool policy and system prompt
+    turn_log: list[dict]        # per answered turn: latency marks (benchmarks read them)
+    lines: Lines                # every line it may speak (data/lines.json, the operator's file)
+    family: FamilyRules | None  # bedtime and talk time, usage counts
+    care: CarePort | None      # the family's store: transcripts, memory (None: no control store)
+
+    @property
+    def floor(self) -> FloorPort: ...   # who may speak now; every reply goes through it
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task: ...
+
+    async def show_emotion(self, emotion: str) -> None: ...
 
 
 class ConversationStore(Protocol):

@@ -11,7 +11,7 @@ It never talks over the child's turn. Stock firmware and py-xiaozhi mute
 the mic while the server speaks, so a line sent while push to talk is held
 (after `listen start` with mode manual), or right after a wake word, would
 cost the child their words. The opener and the invitation wait until the
-turn is over (session.child_done) and are then dropped if the child spoke
+turn is over (the session's floor.child_done) and are then dropped if the child spoke
 meanwhile: answering beats greeting. A press with no words gets the opener
 once the button is released.
 """
@@ -23,6 +23,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from ..pipeline.reply import Turn
 from .modes import chat_reply
 
 if TYPE_CHECKING:
@@ -57,8 +58,9 @@ class Proactive:
         """Speak first. Skipped when the child already spoke since entered_at."""
         self.cancel()
         self.invites = 0
-        await self.session.child_done()
-        if self.session.last_user_speech > entered_at or self.session.closed:
+        floor = self.session.floor
+        await floor.child_done()
+        if floor.last_user_speech > entered_at or self.session.closed:
             return  # the child is already talking: answering beats greeting
         started = time.monotonic()
         if not self.llm_configured and self.cfg.opener_lines is None:
@@ -67,20 +69,19 @@ class Proactive:
             line = self._line("opener_no_model")
             if line:
                 self.spoken.append(line)
-                await self.session.say(line)
+                await floor.say(line)
             return
         if self.cfg.opener == "llm" and self.llm_configured:
-            t = self.session.start_reply(chat_reply, self.session, LLM_OPENER_CUE)
-            await asyncio.wait({t})
-            heard = t.done() and not t.cancelled()
+            session = self.session
+            heard = await floor.start(lambda reply: chat_reply(session, reply), Turn(LLM_OPENER_CUE)).heard()
         else:
             line = self._line("opener")
             if not line:
                 return
             self.spoken.append(line)
             self.session.dialogue.add_assistant_line(line)
-            heard = await self.session.say(line)
-        if heard and self.session.last_user_speech < started:
+            heard = await floor.say(line)
+        if heard and floor.last_user_speech < started:
             self._arm()
 
     def _arm(self):
@@ -90,8 +91,8 @@ class Proactive:
 
     async def _wait_then_invite(self, armed_at):
         await asyncio.sleep(self.cfg.reinvite_after_s)
-        await self.session.child_done()
-        if self.session.last_user_speech > armed_at or self.session.closed:
+        await self.session.floor.child_done()
+        if self.session.floor.last_user_speech > armed_at or self.session.closed:
             return
         line = self._line("reinvite")
         if not line:
@@ -100,7 +101,7 @@ class Proactive:
         self.spoken.append(line)
         self.session.dialogue.add_assistant_line(line)
         log.info("[%s] inviting again (%d)", self.session.device_id, self.invites)
-        heard = await self.session.say(line)
+        heard = await self.session.floor.say(line)
         if heard:
             self._arm()
 

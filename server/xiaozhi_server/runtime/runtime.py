@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from .. import protocol as proto
 from ..protocol import priority
-from ..pipeline.listener import committed
+from ..pipeline.reply import committed
 from .conversation import Carry
 from .lessons import lesson_names
 from .memory import Memory
@@ -34,7 +34,7 @@ from .prompts import system_prompt
 from .registry import Registry, RegistryError, skill_args
 
 if TYPE_CHECKING:
-    from ..pipeline.listener import Utterance
+    from ..pipeline.reply import Turn
     from .port import ConversationStore, SessionPort
     from .registry import Task
 
@@ -188,7 +188,7 @@ class AppRuntime:
         await self._stop_current()
         self._enter(task, params, source)
         done = 0
-        if not self.session.in_reply():
+        if not self.session.floor.in_reply():
             failed = await self._start_device_skills(task, params, source)
             if failed:
                 self.explicit = was_explicit
@@ -262,7 +262,7 @@ class AppRuntime:
         else:
             await asyncio.sleep(min(grace, 0.3))
         await self.take_up_kept()
-        if self.explicit or s.closed or s.last_user_speech:
+        if self.explicit or s.closed or s.floor.last_user_speech:
             return
         await self.start_default(proto.SOURCE_DEFAULT_CHAT)
 
@@ -374,8 +374,8 @@ class AppRuntime:
         if self._skills_task is not None and not self._skills_task.done() \
                 and self._skills_task is not asyncio.current_task():
             self._skills_task.cancel()
-        if self.task is not None and not self.session.in_reply():
-            await self.session.abort("preempted")
+        if self.task is not None and not self.session.floor.in_reply():
+            await self.session.floor.abort("preempted")
         if self.task is not None:
             for skill in self.task.stop_skills:
                 await self._run_skill(skill, self.params, self.source)
@@ -393,7 +393,7 @@ class AppRuntime:
             self.session.dialogue.system_prompt = system_prompt(self.prompts, self.task, self.memory.prompt())
 
     async def _run_skills(self, task, params, source, done=0):
-        await self.session.wait_quiet()
+        await self.session.floor.wait_quiet()
         for skill in task.skills[done:]:
             if self.task is not task:
                 return  # preempted meanwhile
@@ -438,11 +438,11 @@ class AppRuntime:
         or an alarm's task starts without a word)."""
         line = task_line(self.session, self.task, "started") if self.task else None
         if source == proto.SOURCE_VOICE and line:
-            await self.session.say(line)
+            await self.session.floor.say(line)
 
     # ---- what the user's words and wakes lead to ----
 
-    async def talk_refused(self, speak: bool = True, utterance: Utterance | None = None,
+    async def talk_refused(self, speak: bool = True, turn: Turn | None = None,
                            after_wake: bool = False) -> bool:
         """The one check of the family's limits (control/family.py): inside
         bedtime or over the day's talk time, the child's wake or words get
@@ -459,25 +459,25 @@ class AppRuntime:
         if after_wake:
             # As a greeting would: not over words that follow the wake word
             # (those get the line themselves).
-            woke = s.last_user_speech
-            await s.child_done()
-            if s.closed or s.last_user_speech > woke:
+            woke = s.floor.last_user_speech
+            await s.floor.child_done()
+            if s.closed or s.floor.last_user_speech > woke:
                 return True
-        elif not await committed(utterance):
+        elif not await committed(turn):
             return True     # the child went on: the words when final get the line
-        await s.say(s.lines.get(key, s.language))
+        await s.floor.say(s.lines.get(key, s.language))
         return True
 
-    async def route(self, text: str, utterance: Utterance | None = None) -> None:
+    async def route(self, turn: Turn) -> None:
         self.proactive.user_spoke()
         handler = HANDLERS[self.mode]
         # Only an answer the mode may prepare early goes ahead before the
         # words are final; anything else (translating, leaving, switching) waits.
-        if not handler.answers_early(self, text) and not await committed(utterance):
+        if not handler.answers_early(self, turn.text) and not await committed(turn):
             return
-        if handler.talks and await self.talk_refused(utterance=utterance):
+        if handler.talks and await self.talk_refused(turn=turn):
             return
-        await handler.words(self, text, utterance)
+        await handler.words(self, turn)
 
     async def on_wake(self, text: str) -> None:
         """A user wake word returns to the default task from any other (a
@@ -491,7 +491,7 @@ class AppRuntime:
         self.proactive.user_spoke()
         if await self.talk_refused(after_wake=True):
             return
-        await self.session.greet(text)
+        await self.session.floor.greet(text)
 
     async def on_listen_start(self) -> None:
         await HANDLERS[self.mode].listen_start(self)

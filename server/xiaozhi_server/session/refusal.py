@@ -87,3 +87,18 @@ def _printable(reason: str) -> str:
     # A reason may quote the message; what it quotes must still encode.
     reason = reason.encode("utf-8", "replace").decode("utf-8")
     return reason if len(reason) <= MAX_REASON_CHARS else reason[:MAX_REASON_CHARS - 3] + "..."
+
+
+async def refuse(session: Any, text: str, reason: str, rpc_code: int = proto.RPC_INVALID_REQUEST) -> None:
+    """Answer a refused message of `session`'s device that carried an id; a
+    refused answer to one of our MCP calls fails that call now."""
+    refused = carried_id(text)
+    if refused is None:
+        return
+    if refused.kind == "mcp_answer":
+        if refused.id is not None:
+            session.mcp.on_payload({"id": refused.id, "error": {"message": "malformed answer: " + reason}})
+        return
+    reply = answer(refused, reason, session.id, rpc_code)
+    if reply is not None:
+        await session.send_json(reply)

@@ -21,8 +21,8 @@ CLOSE_WAIT_S = 5.0
 
 
 def _replying(session):
-    task = getattr(session, "reply_task", None)
-    return task is not None and not task.done()
+    reply = session.floor.reply      # the reply being spoken (session/floor.py)
+    return reply is not None and not reply.done
 
 
 async def drain_sessions(sessions, timeout_s: float, poll_s: float = 0.05) -> int:

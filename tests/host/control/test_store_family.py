@@ -119,7 +119,7 @@ async def test_counting_purges_days_past_the_retention(store):
 async def test_a_translated_turn_counts_talk_time_and_one_translation(store):
     """modes.count_talk as a translation reply's end calls it (a session
     stand-in with the SessionPort members it reads)."""
-    from xiaozhi_server.pipeline.listener import Utterance
+    from xiaozhi_server.pipeline.reply import Reply, Turn
     from xiaozhi_server.runtime.modes import count_talk
 
     class Session:
@@ -127,14 +127,13 @@ async def test_a_translated_turn_counts_talk_time_and_one_translation(store):
         family = Family(store, clock=lambda: at("10:00"))
         spawned = []
 
-        def first_audio_at(self):
-            return time.monotonic() - 2.0     # the reply has spoken for 2 s
-
         def spawn(self, coro):
             self.spawned.append(asyncio.ensure_future(coro))
 
     s = Session()
-    count_talk(s, Utterance("你好", 1500.0, time.monotonic(), 100.0), translation=True)
+    reply = Reply(0, Turn("你好", 1500.0, time.monotonic(), 100.0))
+    reply.first_audio_at = time.monotonic() - 2.0     # the reply has spoken for 2 s
+    count_talk(s, reply, translation=True)
     await asyncio.gather(*s.spawned)
     day = (await store.usage("d6", "2026-12-04", "2026-12-04"))["2026-12-04"]
     assert day["translations"] == 1 and 3.5 <= day["talk_seconds"] < 5
