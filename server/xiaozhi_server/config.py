@@ -136,9 +136,12 @@ DEFAULTS = {
     # otherwise; commit_stable_question_ms after a question a streaming ASR's
     # two passes agree on (its final text says what its partial text said).
     # A shorter pause is the child taking a breath: the words are joined and
-    # nothing is cut.
+    # nothing is cut. early_reply: with a streaming ASR the reply starts on
+    # its streaming words before the final text, heard only if the final
+    # says the same words (pipeline/early_reply.py).
     "vad": {"type": "silero", "silence_ms": 160, "commit_silence_ms": 700, "commit_question_ms": 500,
-            "commit_stable_question_ms": 400, "commit_unfinished_ms": 1200, "threshold": 0.5},
+            "commit_stable_question_ms": 400, "commit_unfinished_ms": 1200, "threshold": 0.5,
+            "early_reply": True},
     # Whisper base; its language detection chooses between the two the product
     # speaks, beam 5 (docs/providers.md, the figures in docs/bench.md). Set
     # asr.language: zh for a child who speaks only Chinese (fewer errors).
@@ -300,7 +303,7 @@ def merge(base: dict, over: dict | None, where: str = "config") -> dict:
 # language pipeline/chain.py hands the transcriber.
 SHARED_PROVIDER_KEYS = {
     "vad": ("type", "silence_ms", "commit_silence_ms", "commit_question_ms", "commit_stable_question_ms",
-            "commit_unfinished_ms", "threshold"),
+            "commit_unfinished_ms", "threshold", "early_reply"),
     "asr": ("type", "language"),
     "tts": ("type",),
     "llm": ("type",),
