@@ -304,7 +304,7 @@ def merge(base: dict, over: dict | None, where: str = "config") -> dict:
 SHARED_PROVIDER_KEYS = {
     "vad": ("type", "silence_ms", "commit_silence_ms", "commit_question_ms", "commit_stable_question_ms",
             "commit_unfinished_ms", "threshold", "early_reply"),
-    "asr": ("type", "language"),
+    "asr": ("type", "language", "command_words"),
     "tts": ("type",),
     "llm": ("type",),
 }

@@ -13,6 +13,14 @@ the final text here, and a stream's partial text as it is set (its
 `script` is this stage's), so neither the turn rule, the LLM, the safety
 filter, the transcript nor the device's screen ever sees Traditional.
 
+Per session (`hear_as`, from pipeline/chain.py once the device is known):
+the one language a parent says the child speaks, in place of the
+config's (a recogniser told the language makes fewer wrong words than one
+choosing), and the words the child is likely to say that a recogniser
+gets wrong most (the child's name, the companion's and the command
+words), handed to a recogniser that takes a prompt (`takes_prompt`:
+Whisper's initial prompt).
+
 Either returns the stripped text, or `AsrFailed` when no text could be
 had (the service was down, slow, cut, refused us or answered garbage, or
 the engine crashed): the session speaks its "I could not hear that" line
@@ -33,6 +41,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# Words a child says to the companion that a recogniser gets wrong most
+# (its name, the board's command words and the server's exit phrases:
+# docs/entry.md, config session.exit_translation_phrases), per language;
+# asr.command_words replaces them.
+COMMAND_WORDS = {
+    "zh": ["小智", "切换模式", "打开翻译", "开始复读", "我们来聊天吧", "退出翻译"],
+    "en": ["Xiaozhi", "stop translating", "back to chat"],
+}
+
+
+def hearing_prompt(name: str, language: str, words: dict | None = None) -> str:
+    """What a prompted recogniser reads as said before: the child's name and
+    the command words of their language, as one line of that language."""
+    said = ([name] if name else []) + list((COMMAND_WORDS if words is None else words).get(language) or [])
+    if not said:
+        return ""
+    return "，".join(said) + "。" if language == "zh" else ", ".join(said) + "."
+
+
 class AsrFailed:
     """No words for an utterance: `reason` is AsrError's (connection,
     timeout, auth, refused, closed, bad_response) or "crashed"."""
@@ -51,6 +78,15 @@ class Transcriber:
         self.provider = provider
         self.language = language      # the config's asr.language; None = the provider guesses
         self.script = simplified if wanted(language) else None   # applied to every text heard
+        self.prompt = ""              # words to expect (the child's name, command words)
+
+    def hear_as(self, language: str | None = None, prompt: str = "") -> None:
+        """This session's child: the one language they speak (None: as
+        configured) and the words to expect."""
+        if language:
+            self.language = language
+            self.script = simplified if wanted(language) else None
+        self.prompt = prompt
 
     @property
     def streaming(self) -> bool:
@@ -82,7 +118,10 @@ class Transcriber:
     async def words(self, pcm16k: bytes) -> str | AsrFailed:
         """The words of one whole utterance (16 kHz mono int16), stripped."""
         try:
-            text = await self.provider.transcribe(pcm16k, language=self.language)
+            if self.prompt and getattr(self.provider, "takes_prompt", False):
+                text = await self.provider.transcribe(pcm16k, language=self.language, prompt=self.prompt)
+            else:
+                text = await self.provider.transcribe(pcm16k, language=self.language)
         except AsrError as err:
             return self._failed(err)
         except Exception:

@@ -37,6 +37,8 @@ class FamilyRules(Protocol):
 
     async def count_translation(self, device_id: str) -> None: ...
 
+    async def limits(self, device_id: str) -> dict: ...   # the parent's settings, `language` among them
+
 
 class SessionPort(Protocol):
     # What the runtime reads of the connection.

@@ -255,6 +255,7 @@ class Session:
         # listener's 16 kHz; what we send down is announced as it really is.
         self.upstream = dict(proto.HELLO_DEFAULTS["audio_params"], **(msg.get("audio_params") or {}))
         self.listener = self.chain.listener(self._on_speech_start, self._on_utterance)
+        self.spawn(self.chain.hear_child(self.listener, self.device_id, self.care, self.family))
         ap = {"format": "opus", "sample_rate": self.speaker.rate, "channels": 1,
               "frame_duration": proto.FRAME_DURATION_MS}
         await self.send_json(proto.hello_server(self.id, ap, version=self.version))

@@ -1,0 +1,83 @@
+"""The recogniser is tuned to the child (issue 34): the one language a
+parent says the child speaks (PUT /limits `language`) is the one Whisper
+listens for, and the child's name from memory and the command words of
+that language are its prompt. A device whose parent set nothing is heard
+as configured (detection among the server's languages, no prompt: words
+of one language tip detection towards it). The real Whisper
+decodes; the test provider only notes what it was asked."""
+import time
+
+import aiohttp
+import pytest
+
+from testkit import audio
+from testkit.control_api import Api, control_config
+from testkit.wire_device import WireDevice
+from xiaozhi_server.providers.asr.whisper import WhisperAsr
+from xiaozhi_server.providers.registry import register
+
+CHILD = "aa:bb:cc:00:00:34"
+OTHER = "aa:bb:cc:00:00:35"
+WAIT = 60
+
+
+@register("asr", "noted_whisper")
+class NotedWhisper(WhisperAsr):
+    """Whisper, noting the language and prompt of each utterance."""
+
+    asked: list = []
+
+    async def transcribe(self, pcm16k, language=None, prompt=""):
+        NotedWhisper.asked.append((language, prompt))
+        return await super().transcribe(pcm16k, language=language, prompt=prompt)
+
+
+@pytest.fixture
+async def family_server(tmp_path, fake_llm, start_server):
+    NotedWhisper.asked = []
+    cfg = control_config(tmp_path / "control.db", apps={"opener_lines": {"zh": [], "en": []}})
+    cfg["llm"] = {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"}
+    cfg["tts"] = {"type": "espeak", "voice": "en-us"}
+    cfg["asr"] = {"type": "noted_whisper", "languages": ["zh", "en"]}
+    server = await start_server(cfg, with_broker=True, with_mcp=False)
+    async with aiohttp.ClientSession() as http:
+        yield server, Api(server, http)
+
+
+async def one_turn(server, device_id):
+    async with WireDevice(server.ws.url, device_id=device_id, mcp=False) as dev:
+        await dev.hello()
+        await dev.listen_start("auto")
+        since = time.monotonic()
+        await dev.say_pcm(audio.speech("Hello my friend how are you today", rate=16000), pace=0.02, tail_ms=1200)
+        await dev.wait_for(lambda: dev.find("tts", since=since, state="stop"), timeout=WAIT)
+
+
+async def test_the_parents_language_and_the_childs_name_steer_the_recogniser(family_server, fake_llm):
+    server, api = family_server
+    path = "/api/devices/%s/" % CHILD
+    await api.post("/api/devices/%s/credentials" % CHILD, {})    # the parent adds the device
+    status, limits = await api.call("PUT", path + "limits", {"language": "zh"})
+    assert status == 200 and limits["language"] == "zh"
+    status, err = await api.call("PUT", path + "limits", {"language": "fr"})
+    assert status == 400 and err["error"]["message"].startswith("language"), err
+    assert (await api.get(path + "limits"))[1]["language"] == "zh"
+    assert (await api.call("PUT", path + "memory", {"profile": {"name": "朵朵"}}))[0] == 200
+
+    fake_llm.reply("🙂 你好！")
+    await one_turn(server, CHILD)
+    (language, prompt), = NotedWhisper.asked
+    assert language == "zh"
+    assert prompt.startswith("朵朵，小智") and "打开翻译" in prompt
+    assert fake_llm.request_count == 1      # the words went on to the model
+
+    # A device whose parent set nothing: detection chooses, unprompted.
+    fake_llm.reply("🙂 Hello!")
+    await one_turn(server, OTHER)
+    assert NotedWhisper.asked[1] == (None, "")
+
+    # The parent lifts the one-language setting: the next session detects again.
+    assert (await api.call("PUT", path + "limits", {"language": None}))[1]["language"] is None
+    fake_llm.reply("🙂 Hello again!")
+    await one_turn(server, CHILD)
+    assert NotedWhisper.asked[2] == (None, "")
