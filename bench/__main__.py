@@ -156,10 +156,11 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=0.0, help="length of the concurrency run")
     ap.add_argument("--turns", type=int, default=0,
                     help="latency: turns for the overhead figure (default 60); remote_asr: turns per row (default 3)")
-    ap.add_argument("--asr", choices=("scripted", "funasr"), default="scripted",
+    ap.add_argument("--asr", choices=("scripted", "funasr", "whisper"), default="scripted",
                     help="concurrency, workers: ASR answering 0.1 s after the turn (scripted), or a FunASR runtime "
                     "fake in its own process, streamed to, final 80 ms after the end of speech (funasr); "
-                    "remote_asr: funasr runs its streaming rows only")
+                    "remote_asr: funasr runs its streaming rows only; concurrency: whisper, the default local "
+                    "recogniser in-process (the local talkers' figure)")
     args = ap.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS + ON_REQUEST]
     if unknown:
