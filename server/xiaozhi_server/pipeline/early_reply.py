@@ -36,13 +36,14 @@ SETTLE_MS = 20    # the streaming words unchanged this long after the end: its p
 class EarlyReply:
     """The early reply of one tentative utterance (listener._Tentative)."""
 
-    __slots__ = ("text", "commit", "timer", "started")
+    __slots__ = ("text", "commit", "timer", "started", "utterance")
 
     def __init__(self) -> None:
         self.text = ""              # the streaming words the reply was started on
         self.commit: asyncio.Future | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.started = False
+        self.utterance = None       # the listener's Utterance for the early reply
 
     def wait_for_quiet(self, fn) -> None:
         """(Re)start the settle clock: fn() once the words stop changing."""
@@ -72,6 +73,8 @@ class EarlyReply:
         if text is None or not same_words(self.text, text):
             self.commit.set_result(False)
             return False
+        if self.utterance is not None:
+            self.utterance.text = text      # what the screen shows: the final's punctuation
         if turn_commit.done():
             self.commit.set_result(turn_commit.result())
         else:

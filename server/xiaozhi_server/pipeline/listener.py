@@ -62,11 +62,14 @@ ONSET_PATIENCE_S = 1.0           # the clock's commit waits this long for a voic
 
 
 class Utterance:
-    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed")
+    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed", "early")
 
     def __init__(self, text: str, audio_ms: float, ended_at: float, asr_ms: float,
-                 commit: asyncio.Future | None = None, failed: str | None = None) -> None:
+                 commit: asyncio.Future | None = None, failed: str | None = None, early: bool = False) -> None:
         self.text = text           # "" when ASR failed
+        # True: words of a streaming pass, answered before the final text
+        # (early_reply.py); `text` becomes the final text once it agrees.
+        self.early = early
         self.failed = failed       # None, or why ASR gave no words (AsrFailed.reason)
         self.audio_ms = audio_ms
         self.ended_at = ended_at   # time.monotonic() when the end of speech was decided
@@ -372,7 +375,7 @@ class Listener:
         self.early_started += 1
         commit.add_done_callback(self._count_early)
         log.info("replying early on the streaming words %r", early.text)
-        utt = Utterance(early.text, len(t.audio) // 32, t.ended_at, 0.0, commit)
+        utt = early.utterance = Utterance(early.text, len(t.audio) // 32, t.ended_at, 0.0, commit, early=True)
         task = asyncio.create_task(self._on_utterance(utt))
         self._asr_tasks.add(task)
         task.add_done_callback(self._asr_tasks.discard)

@@ -660,6 +660,8 @@ class Session:
 
     async def _send_stt(self, text, utterance):
         if await committed(utterance):
+            if utterance is not None and utterance.early:
+                text = utterance.text   # the final text the early reply's words agreed with
             await self.send_json(proto.stt(text, session_id=self.id))
 
     def _on_commit(self, utterance, fut):

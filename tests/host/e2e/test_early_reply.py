@@ -108,6 +108,8 @@ async def test_an_early_reply_the_final_text_agrees_with_is_heard_once(fake_llm,
         lis, = listeners(server)
         assert dev.texts(since=since) == ["I am fine, thank you!"]
         assert len(sent(dev, "tts", since, state="start")) == 1 and dev.audio
+        # The screen shows the final text, punctuation and all.
+        assert [m["text"] for m in sent(dev, "stt", since)] == ["How are you today?"]
     assert fake_llm.request_count == 1
     assert (lis.early_started, lis.early_wasted) == (1, 0)
 
