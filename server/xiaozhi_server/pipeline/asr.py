@@ -30,13 +30,13 @@ AsrError messages never hold a credential.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..providers.asr.base import AsrError, AsrStream, PartialCallback, open_stream
 from ..text.simplified import simplified, wanted
 
 if TYPE_CHECKING:
-    from ..providers.base import AsrProvider
+    from ..providers.base import AsrProvider, PromptedAsr
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,8 @@ class Transcriber:
         """The words of one whole utterance (16 kHz mono int16), stripped."""
         try:
             if self.prompt and getattr(self.provider, "takes_prompt", False):
-                text = await self.provider.transcribe(pcm16k, language=self.language, prompt=self.prompt)
+                prompted = cast("PromptedAsr", self.provider)
+                text = await prompted.transcribe(pcm16k, language=self.language, prompt=self.prompt)
             else:
                 text = await self.provider.transcribe(pcm16k, language=self.language)
         except AsrError as err:
