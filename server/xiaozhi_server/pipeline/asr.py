@@ -19,7 +19,8 @@ config's (a recogniser told the language makes fewer wrong words than one
 choosing), and the words the child is likely to say that a recogniser
 gets wrong most (the child's name, the companion's and the command
 words), handed to a recogniser that takes a prompt (`takes_prompt`:
-Whisper's initial prompt).
+Whisper's initial prompt) and to every stream (`words`: FunASR's
+hotwords).
 
 Either returns the stripped text, or `AsrFailed` when no text could be
 had (the service was down, slow, cut, refused us or answered garbage, or
@@ -51,13 +52,19 @@ COMMAND_WORDS = {
 }
 
 
-def hearing_prompt(name: str, language: str, words: dict | None = None) -> str:
-    """What a prompted recogniser reads as said before: the child's name and
-    the command words of their language, as one line of that language."""
-    said = ([name] if name else []) + list((COMMAND_WORDS if words is None else words).get(language) or [])
-    if not said:
+def expected_words(name: str, language: str, words: dict | None = None) -> tuple[str, ...]:
+    """The words a child of `language` is likely to say that a recogniser
+    gets wrong most: their name and the command words (`words`: the
+    config's asr.command_words, else COMMAND_WORDS)."""
+    return tuple(([name] if name else []) + list((COMMAND_WORDS if words is None else words).get(language) or []))
+
+
+def said_before(words: tuple[str, ...], language: str | None) -> str:
+    """The words as one line of their language: what a prompted recogniser
+    (Whisper) reads as said before."""
+    if not words:
         return ""
-    return "，".join(said) + "。" if language == "zh" else ", ".join(said) + "."
+    return "，".join(words) + "。" if language == "zh" else ", ".join(words) + "."
 
 
 class AsrFailed:
@@ -78,15 +85,17 @@ class Transcriber:
         self.provider = provider
         self.language = language      # the config's asr.language; None = the provider guesses
         self.script = simplified if wanted(language) else None   # applied to every text heard
-        self.prompt = ""              # words to expect (the child's name, command words)
+        self.prompt = ""              # words to expect (the child's name, command words), as a line
+        self.expected: tuple[str, ...] = ()   # the same, one by one (a streaming recogniser's hotwords)
 
-    def hear_as(self, language: str | None = None, prompt: str = "") -> None:
+    def hear_as(self, language: str | None = None, words: tuple[str, ...] = ()) -> None:
         """This session's child: the one language they speak (None: as
         configured) and the words to expect."""
         if language:
             self.language = language
             self.script = simplified if wanted(language) else None
-        self.prompt = prompt
+        self.expected = tuple(words)
+        self.prompt = said_before(self.expected, self.language)
 
     @property
     def streaming(self) -> bool:
@@ -97,6 +106,7 @@ class Transcriber:
         """A stream for one utterance (push while the child speaks, then finish)."""
         stream = open_stream(self.provider, self.language, on_partial)
         stream.script = self.script
+        stream.words = self.expected
         return stream
 
     def _out(self, text: str) -> str:

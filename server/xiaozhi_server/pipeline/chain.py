@@ -24,7 +24,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
-from .asr import Transcriber, hearing_prompt
+from .asr import Transcriber, expected_words
 from .dialogue import Dialogue
 from .listener import Listener, Utterance
 from .safety import Instead, SafetyFilter
@@ -70,10 +70,11 @@ class Chain:
     async def hear_child(self, listener: Listener, device_id: str, care: Any, family: Any) -> None:
         """Tune the session's recogniser to its child: the one language a
         parent says they speak (limits.language) and, for a recogniser that
-        takes a prompt, their name from memory and the command words of
-        that language. Without that setting there is no prompt: words of
-        one language tip Whisper's detection towards it (a Chinese prompt
-        took English utterances from 26 % to 33 % CER, docs/providers.md).
+        takes a prompt (Whisper) or hotwords (FunASR), their name from
+        memory and the command words of that language. Without that
+        setting there are none: words of one language tip Whisper's
+        detection towards it (a Chinese prompt took English utterances
+        from 26 % to 33 % CER, docs/providers.md).
         Without a control store, or when it cannot be read, as configured."""
         forced, name = None, ""
         try:
@@ -86,7 +87,7 @@ class Chain:
         except Exception as e:   # the store is away: hear as configured
             log.info("[%s] the child's language and name not read: %s", device_id, e)
         words = self.config["asr"].get("command_words")
-        listener.asr.hear_as(forced, hearing_prompt(name, forced, words) if forced else "")
+        listener.asr.hear_as(forced, expected_words(name, forced, words) if forced else ())
 
     async def heard(self, text: str) -> str | Instead | None:
         """The child's words through WORDS; None when a stage dropped them,

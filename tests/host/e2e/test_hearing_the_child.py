@@ -4,7 +4,10 @@ listens for, and the child's name from memory and the command words of
 that language are its prompt. A device whose parent set nothing is heard
 as configured (detection among the server's languages, no prompt: words
 of one language tip detection towards it). The real Whisper
-decodes; the test provider only notes what it was asked."""
+decodes; the test provider only notes what it was asked. A streaming
+recogniser (testkit's FunASR runtime server) gets the same words as
+hotwords in its first message."""
+import json
 import time
 
 import aiohttp
@@ -12,6 +15,7 @@ import pytest
 
 from testkit import audio
 from testkit.control_api import Api, control_config
+from testkit.fake_funasr import FakeFunAsr
 from testkit.wire_device import WireDevice
 from xiaozhi_server.providers.asr.whisper import WhisperAsr
 from xiaozhi_server.providers.registry import register
@@ -81,3 +85,29 @@ async def test_the_parents_language_and_the_childs_name_steer_the_recogniser(fam
     fake_llm.reply("🙂 Hello again!")
     await one_turn(server, CHILD)
     assert NotedWhisper.asked[2] == (None, "")
+
+
+async def test_a_streaming_recogniser_gets_the_name_and_command_words_as_hotwords(tmp_path, fake_llm,
+                                                                                   start_server):
+    with FakeFunAsr(default_text="你好") as funasr:
+        cfg = control_config(tmp_path / "control.db", apps={"opener_lines": {"zh": [], "en": []}})
+        cfg["llm"] = {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"}
+        cfg["tts"] = {"type": "espeak", "voice": "en-us"}
+        cfg["asr"] = {"type": "funasr", "url": funasr.url, "hotwords": {"恐龙": 30},
+                      "command_words": {"zh": ["小智", "讲故事"]}}
+        server = await start_server(cfg, with_broker=True, with_mcp=False)
+        async with aiohttp.ClientSession() as http:
+            api = Api(server, http)
+            await api.post("/api/devices/%s/credentials" % CHILD, {})
+            assert (await api.call("PUT", "/api/devices/%s/limits" % CHILD, {"language": "zh"}))[0] == 200
+            assert (await api.call("PUT", "/api/devices/%s/memory" % CHILD, {"profile": {"name": "朵朵"}}))[0] == 200
+        fake_llm.reply("🙂 你好！")
+        fake_llm.reply("🙂 Hello!")
+        await one_turn(server, CHILD)
+        await one_turn(server, OTHER)
+    child, other = funasr.connections[0].first, funasr.connections[1].first
+    # The child's words beside the operator's, in both fields FunASR's servers read.
+    assert json.loads(child["hotwords"]) == {"朵朵": 20, "小智": 20, "讲故事": 20, "恐龙": 30}
+    assert child["hotword"] == "朵朵 小智 讲故事 恐龙"
+    # A device whose parent set no language: the operator's hotwords only.
+    assert json.loads(other["hotwords"]) == {"恐龙": 30}
