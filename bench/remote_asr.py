@@ -72,7 +72,7 @@ async def _rows(name, llm_url, asr_cfg, warm, rules, utt, turns, target_row=None
                    note="heard: %r" % (heard[-1] if heard else "")),
         ]
         if asr_cfg is not None and vad.get("early_reply", True):
-            figures.append(Figure("  early replies started / wasted (dropped unheard)", wasted, "",
+            figures.append(Figure("  early replies wasted (dropped unheard)", wasted, "",
                                   note="%d started, %d wasted, %d turns" % (started, wasted, len(first))))
     return figures
 
