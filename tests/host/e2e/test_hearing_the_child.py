@@ -4,7 +4,7 @@ listens for, and the child's name from memory and the command words of
 that language are its prompt. A device whose parent set nothing is heard
 as configured (detection among the server's languages, no prompt: words
 of one language tip detection towards it). The real Whisper
-decodes; the test provider only notes what it was asked. A streaming
+decodes; the test only notes what it was asked. A streaming
 recogniser (testkit's FunASR runtime server) gets the same words as
 hotwords in its first message."""
 import json
@@ -17,35 +17,35 @@ from testkit import audio
 from testkit.control_api import Api, control_config
 from testkit.fake_funasr import FakeFunAsr
 from testkit.wire_device import WireDevice
-from xiaozhi_server.providers.asr.whisper import WhisperAsr
-from xiaozhi_server.providers.registry import register
 
 CHILD = "aa:bb:cc:00:00:34"
 OTHER = "aa:bb:cc:00:00:35"
 WAIT = 60
 
 
-@register("asr", "noted_whisper")
-class NotedWhisper(WhisperAsr):
-    """Whisper, noting the language and prompt of each utterance."""
+def note_asks(asr):
+    """The server's own Whisper, noting the language and prompt of each
+    utterance it is given: [(language, prompt)]."""
+    asked = []
+    real = asr.transcribe
 
-    asked: list = []
-
-    async def transcribe(self, pcm16k, language=None, prompt=""):
-        NotedWhisper.asked.append((language, prompt))
-        return await super().transcribe(pcm16k, language=language, prompt=prompt)
+    async def transcribe(pcm16k, language=None, prompt=""):
+        asked.append((language, prompt))
+        return await real(pcm16k, language=language, prompt=prompt)
+    asr.transcribe = transcribe
+    return asked
 
 
 @pytest.fixture
 async def family_server(tmp_path, fake_llm, start_server):
-    NotedWhisper.asked = []
     cfg = control_config(tmp_path / "control.db", apps={"opener_lines": {"zh": [], "en": []}})
     cfg["llm"] = {"type": "openai", "base_url": fake_llm.base_url, "api_key": "test", "model": "fake-model"}
     cfg["tts"] = {"type": "espeak", "voice": "en-us"}
-    cfg["asr"] = {"type": "noted_whisper", "languages": ["zh", "en"]}
+    cfg["asr"] = {"type": "whisper", "languages": ["zh", "en"]}
     server = await start_server(cfg, with_broker=True, with_mcp=False)
+    asked = note_asks(server.services.asr)
     async with aiohttp.ClientSession() as http:
-        yield server, Api(server, http)
+        yield server, Api(server, http), asked
 
 
 async def one_turn(server, device_id):
@@ -58,7 +58,7 @@ async def one_turn(server, device_id):
 
 
 async def test_the_parents_language_and_the_childs_name_steer_the_recogniser(family_server, fake_llm):
-    server, api = family_server
+    server, api, asked = family_server
     path = "/api/devices/%s/" % CHILD
     await api.post("/api/devices/%s/credentials" % CHILD, {})    # the parent adds the device
     status, limits = await api.call("PUT", path + "limits", {"language": "zh"})
@@ -70,7 +70,7 @@ async def test_the_parents_language_and_the_childs_name_steer_the_recogniser(fam
 
     fake_llm.reply("🙂 你好！")
     await one_turn(server, CHILD)
-    (language, prompt), = NotedWhisper.asked
+    (language, prompt), = asked
     assert language == "zh"
     assert prompt.startswith("朵朵，小智") and "打开翻译" in prompt
     assert fake_llm.request_count == 1      # the words went on to the model
@@ -78,13 +78,13 @@ async def test_the_parents_language_and_the_childs_name_steer_the_recogniser(fam
     # A device whose parent set nothing: detection chooses, unprompted.
     fake_llm.reply("🙂 Hello!")
     await one_turn(server, OTHER)
-    assert NotedWhisper.asked[1] == (None, "")
+    assert asked[1] == (None, "")
 
     # The parent lifts the one-language setting: the next session detects again.
     assert (await api.call("PUT", path + "limits", {"language": None}))[1]["language"] is None
     fake_llm.reply("🙂 Hello again!")
     await one_turn(server, CHILD)
-    assert NotedWhisper.asked[2] == (None, "")
+    assert asked[2] == (None, "")
 
 
 async def test_a_streaming_recogniser_gets_the_name_and_command_words_as_hotwords(tmp_path, fake_llm,
