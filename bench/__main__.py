@@ -68,7 +68,7 @@ def sizes(args):
         "control": {"requests": 300 if q else 2000},
         "fleet": {"rounds": 1 if q else 3, "schedules": 240 if q else 1000, "seconds": 5.0 if q else 15.0},
         "voice": {"lengths": not q},
-        "remote_asr": {"turns": 1 if q else 3},
+        "remote_asr": {"turns": args.turns or (1 if q else 3), "asr": args.asr},
         "wake": {"wakes": 5 if q else 30},
         "safety": {},
         "asr_zh": {"quick": q},
@@ -154,10 +154,13 @@ def main(argv=None):
     ap.add_argument("--pid", type=int, help="compare: the server's process id, for its RSS")
     ap.add_argument("--token", help="compare: sent as Authorization: Bearer TOKEN")
     ap.add_argument("--seconds", type=float, default=0.0, help="length of the concurrency run")
-    ap.add_argument("--turns", type=int, default=0, help="turns for the overhead figure (default 60)")
-    ap.add_argument("--asr", choices=("scripted", "funasr"), default="scripted",
+    ap.add_argument("--turns", type=int, default=0,
+                    help="latency: turns for the overhead figure (default 60); remote_asr: turns per row (default 3)")
+    ap.add_argument("--asr", choices=("scripted", "funasr", "whisper"), default="scripted",
                     help="concurrency, workers: ASR answering 0.1 s after the turn (scripted), or a FunASR runtime "
-                    "fake in its own process, streamed to, final 80 ms after the end of speech (funasr)")
+                    "fake in its own process, streamed to, final 80 ms after the end of speech (funasr); "
+                    "remote_asr: funasr runs its streaming rows only; concurrency: whisper, the default local "
+                    "recogniser in-process (the local talkers' figure)")
     args = ap.parse_args(argv)
     unknown = [s for s in args.sections if s not in SECTIONS + ON_REQUEST]
     if unknown:

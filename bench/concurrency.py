@@ -14,7 +14,9 @@ providers: its real listener (Opus decode, silero VAD end of turn), ASR
 answering 0.1 s after the turn (or, with `asr="funasr"`, a remote
 streaming ASR: testkit's FunASR runtime server in a process of its own,
 every utterance streamed to it over a WebSocket of its own from the
-turn's start, its final text 80 ms after the end of speech), the
+turn's start, its final text 80 ms after the end of speech; with
+`asr="whisper"`, the default local recogniser, Whisper base in this
+process as the default config sets it: the local talkers' figure), the
 scripted model (its own process) at
 once, and a fixed 1.8 s TTS tone, so the CPU goes to the server's own
 work. Lateness is the Pacer's own record of every downstream frame (how
@@ -37,6 +39,8 @@ import threading
 import time
 
 import numpy as np
+
+from xiaozhi_server import config as configmod
 
 from .device import opus_frames
 from .fakes import ScriptedAsr, ToneTts
@@ -226,14 +230,19 @@ def _config(llm_url):
     return cfg
 
 
-async def _run_ours(n, seconds, llm_url, remote_asr=None):
+async def _run_ours(n, seconds, llm_url, remote_asr=None, whisper=False):
     cfg = _config(llm_url)
     if remote_asr is not None:
         cfg["asr"] = remote_asr.config()
         asr = None      # built from the config, as a deployment's is
+    elif whisper:
+        cfg["asr"] = dict(configmod.DEFAULTS["asr"])    # the shipped default: base, beam 5, among zh/en
+        asr = None
     else:
         asr = ScriptedAsr(QUESTION, delay=ASR_DELAY_S)
     async with BenchServer(cfg, record_frames=True, asr=asr, tts=ToneTts(ms=REPLY_MS)) as srv:
+        if whisper:
+            await srv.services.asr.warm_up()     # the model loaded before the clock starts
         batcher = getattr(srv.services.vad, "batcher", None)
         calls0, windows0, heard0 = (batcher.calls, batcher.windows, batcher.heard) if batcher else (0, 0, 0)
         load_packets()            # Piper speaks the question before the threads' clocks start
@@ -294,8 +303,11 @@ async def run_concurrency(sessions=(1, 10, 50, 100, 200), seconds=30.0, asr="scr
             remote = stack.enter_context(FunAsrProcess(QUESTION, final_delay_s=FUNASR_FINAL_DELAY_S))
             figures.append(Figure("ASR", None, "", note="FunASR runtime fake, 2pass, streamed, final +%d ms"
                                   % (1000 * FUNASR_FINAL_DELAY_S)))
+        if asr == "whisper":
+            figures.append(Figure("ASR", None, "", note="Whisper base int8 in this process: %s" % (
+                configmod.DEFAULTS["asr"],)))
         for n in sessions:
-            figures += await _run_ours(n, seconds, llm.base_url, remote)
+            figures += await _run_ours(n, seconds, llm.base_url, remote, whisper=asr == "whisper")
     return figures
 
 

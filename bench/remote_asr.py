@@ -11,10 +11,15 @@ same: the real silero VAD and listener, the scripted model at once, an
 instant tone for TTS (so the figure is the hearing side's), a device
 speaking a 3 s question in real time.
 
-Each recognizer runs twice: with the words rule (the question's 500 ms
-of silence before a reply may be heard, docs/server.md) and with the
-commit at the speculative end (160 ms), which shows what the recognizer
-itself adds.
+Each recognizer runs twice: with the words rule (a question both passes
+agree on may be heard after 400 ms of silence, docs/server.md) and with
+the commit at the speculative end (160 ms), which shows what the
+recognizer itself adds. The streaming one also runs with the early reply
+off (vad.early_reply: the reply waits for the final text), and both ways
+again with a model whose first token comes LLM_DELAY_S after the request
+(a cloud model's), where starting on the streaming words can pay; each
+streaming row counts its early starts and those dropped unheard (wasted).
+`asr="funasr"` runs the streaming rows only.
 """
 from .device import Utterance, take_turns
 from .fakes import ToneTts
@@ -28,10 +33,12 @@ from .speech import say
 QUESTION = "Can you tell me a short story about a little cat who likes to play?"
 ANSWER = "😊 Yes, I can."
 FINAL_DELAY_S = 0.08
+LLM_DELAY_S = 0.3
 ONE_CHILD_TARGET_S = 0.45    # one child with a streaming ASR: end of speech -> first audio, p50
-RULES = (("words rule", {}),
-         ("commit at the speculative end", {"commit_silence_ms": 160, "commit_question_ms": 160,
-                                            "commit_unfinished_ms": 160}))
+WORDS_RULE = {}
+NO_EARLY = {"early_reply": False}
+AT_THE_END = {"commit_silence_ms": 160, "commit_question_ms": 160, "commit_stable_question_ms": 160,
+              "commit_unfinished_ms": 160}
 
 
 async def _turns(cfg, utt, turns, warm):
@@ -39,12 +46,38 @@ async def _turns(cfg, utt, turns, warm):
         await warm(srv)
         times, heard = await take_turns(srv.url, "bench:remote-asr", utt, turns, SETTLE_S)
         marks = srv.services.turn_marks()
+        listeners = [s.listener for s in srv.services.seen if s.listener is not None]
+        early = (sum(x.early_started for x in listeners), sum(x.early_wasted for x in listeners))
     first = [t.first_audio - t.speech_end for t in times if t.first_audio is not None]
     asr = [ms(m["heard"] - m["ended"]) for m in marks if m.get("heard") and m.get("ended")]
-    return first, asr, heard
+    return first, asr, heard, early
 
 
-async def run_remote_asr(turns=3):
+async def _rows(name, llm_url, asr_cfg, warm, rules, utt, turns, target_row=None):
+    figures = []
+    for rule, vad in rules:
+        cfg = bench_config(llm_url)
+        if asr_cfg is not None:
+            cfg["asr"] = dict(asr_cfg)
+        cfg["vad"] = dict(cfg["vad"], **vad)
+        first, asr, heard, (started, wasted) = await _turns(cfg, utt, turns, warm)
+        row = "%s, %s" % (name, rule)
+        figures += [
+            Figure("%s: first audio p50" % row, percentile(first, 50), "s",
+                   limit=ONE_CHILD_TARGET_S if rule == target_row else None, better="le",
+                   note="end of speech -> first reply frame at the device, %d turns of a %.1f s question"
+                   % (len(first), utt.speech_ms / 1000)),
+            Figure("  first audio p90", percentile(first, 90), "s"),
+            Figure("  ASR: turn decided -> words p50", percentile(asr, 50), "ms",
+                   note="heard: %r" % (heard[-1] if heard else "")),
+        ]
+        if asr_cfg is not None and vad.get("early_reply", True):
+            figures.append(Figure("  early replies wasted (dropped unheard)", wasted, "",
+                                  note="%d started, %d wasted, %d turns" % (started, wasted, len(first))))
+    return figures
+
+
+async def run_remote_asr(turns=3, asr=None):
     pcm = say(QUESTION)
     utt = Utterance(pcm)
 
@@ -54,24 +87,22 @@ async def run_remote_asr(turns=3):
     async def warm_nothing(_srv):
         pass
 
+    streaming = "streaming FunASR fake (final +80 ms)"
     figures = []
-    with LlmProcess(ANSWER) as llm, FunAsrProcess(QUESTION, final_delay_s=FINAL_DELAY_S) as funasr:
-        recognizers = (("streaming FunASR fake (final +80 ms)", funasr.config(), warm_nothing),
-                       ("Whisper base in-process", None, warm_whisper))
-        for name, asr_cfg, warm in recognizers:
-            for rule, vad in RULES:
-                cfg = bench_config(llm.base_url)
-                if asr_cfg is not None:
-                    cfg["asr"] = dict(asr_cfg)
-                cfg["vad"] = dict(cfg["vad"], **vad)
-                first, asr, heard = await _turns(cfg, utt, turns, warm)
-                target = ONE_CHILD_TARGET_S if asr_cfg is not None and not vad else None
-                figures += [
-                    Figure("%s, %s: first audio p50" % (name, rule), percentile(first, 50), "s",
-                           limit=target, better="le",
-                           note="end of speech -> first reply frame at the device, %d turns of a %.1f s question"
-                           % (len(first), len(pcm) / 32000)),
-                    Figure("  ASR: turn decided -> words p50", percentile(asr, 50), "ms",
-                           note="heard: %r" % (heard[-1] if heard else "")),
-                ]
+    with FunAsrProcess(QUESTION, final_delay_s=FINAL_DELAY_S) as funasr:
+        with LlmProcess(ANSWER) as llm:
+            figures += await _rows(streaming, llm.base_url, funasr.config(), warm_nothing,
+                                   (("words rule, early reply", WORDS_RULE),
+                                    ("words rule, no early reply", NO_EARLY),
+                                    ("commit at the speculative end", AT_THE_END)),
+                                   utt, turns, target_row="words rule, early reply")
+            if asr != "funasr":
+                figures += await _rows("Whisper base in-process", llm.base_url, None, warm_whisper,
+                                       (("words rule", WORDS_RULE), ("commit at the speculative end", AT_THE_END)),
+                                       utt, turns)
+        with LlmProcess(ANSWER, LLM_DELAY_S) as slow:
+            figures += await _rows(streaming + ", LLM first token +%.0f ms" % (LLM_DELAY_S * 1000), slow.base_url,
+                                   funasr.config(), warm_nothing,
+                                   (("words rule, early reply", WORDS_RULE),
+                                    ("words rule, no early reply", NO_EARLY)), utt, turns)
     return figures

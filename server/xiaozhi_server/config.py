@@ -168,6 +168,9 @@ class VadConfig(Section):
                                                   "(its final text says what its partial text said).")
     commit_unfinished_ms: int = setting(1200, "The same after \"and\", \"um\" or a comma.")
     threshold: float = setting(0.5, "Speech probability above which a frame is speech.")
+    early_reply: bool = setting(True, "With a streaming ASR the reply starts on its streaming words before the "
+                                      "final text, heard only if the final says the same words "
+                                      "(pipeline/early_reply.py).")
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,9 @@ class AsrConfig(Section):
     type: str = setting("whisper", "The recogniser (docs/providers.md).")
     language: str | None = setting(None, "language: zh for a child who speaks only Chinese (fewer errors); "
                                          "unset: detected.")
+    command_words: dict | None = setting(None, "{language: [words]} a child of that language is likely to say, "
+                                               "given to the recogniser as its prompt or hotwords when a parent "
+                                               "set the child's language; empty: pipeline/asr.py's COMMAND_WORDS.")
 
 
 @dataclass(frozen=True)

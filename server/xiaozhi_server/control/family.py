@@ -38,7 +38,9 @@ MAX_TALK_MINUTES = 24 * 60
 MAX_USAGE_DAYS = 366
 MAX_NAME = 64
 _HHMM = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
-LIMIT_FIELDS = ("timezone", "bedtime", "daily_talk_minutes")
+LIMIT_FIELDS = ("timezone", "bedtime", "daily_talk_minutes", "language")
+# The languages a parent may say the child speaks (the recogniser then hears only it).
+CHILD_LANGUAGES = ("zh", "en")
 
 
 def _minute_of(text, field):
@@ -113,6 +115,12 @@ def check_limits(body):
             raise BadRequest("daily_talk_minutes: null (no limit) or a whole number of minutes from 0 to %d"
                              % MAX_TALK_MINUTES)
         out["daily_talk_minutes"] = m
+    if "language" in body:
+        lang = body["language"]
+        if lang is not None and lang not in CHILD_LANGUAGES:
+            raise BadRequest("language: null (the recogniser chooses) or one of %s, not %r"
+                             % (", ".join(CHILD_LANGUAGES), lang))
+        out["language"] = lang
     return out
 
 
@@ -134,7 +142,7 @@ class Family:
         if row.get("bedtime_start"):
             bed = {"start": row["bedtime_start"], "end": row["bedtime_end"]}
         return {"timezone": row.get("timezone") or self.default_timezone, "bedtime": bed,
-                "daily_talk_minutes": row.get("daily_talk_minutes")}
+                "daily_talk_minutes": row.get("daily_talk_minutes"), "language": row.get("language")}
 
     async def limits(self, device_id: str) -> dict:
         return self.limits_of(await self.store.get_settings(device_id))

@@ -13,6 +13,15 @@ the final text here, and a stream's partial text as it is set (its
 `script` is this stage's), so neither the turn rule, the LLM, the safety
 filter, the transcript nor the device's screen ever sees Traditional.
 
+Per session (`hear_as`, from pipeline/chain.py once the device is known):
+the one language a parent says the child speaks, in place of the
+config's (a recogniser told the language makes fewer wrong words than one
+choosing), and the words the child is likely to say that a recogniser
+gets wrong most (the child's name, the companion's and the command
+words), handed to a recogniser that takes a prompt (`takes_prompt`:
+Whisper's initial prompt) and to every stream (`words`: FunASR's
+hotwords).
+
 Either returns the stripped text, or `AsrFailed` when no text could be
 had (the service was down, slow, cut, refused us or answered garbage, or
 the engine crashed): the session speaks its "I could not hear that" line
@@ -22,15 +31,40 @@ AsrError messages never hold a credential.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..providers.asr.base import AsrError, AsrStream, PartialCallback, open_stream
 from ..text.simplified import simplified, wanted
 
 if TYPE_CHECKING:
-    from ..providers.base import AsrProvider
+    from ..providers.base import AsrProvider, PromptedAsr
 
 log = logging.getLogger(__name__)
+
+
+# Words a child says to the companion that a recogniser gets wrong most
+# (its name, the board's command words and the server's exit phrases:
+# docs/entry.md, config session.exit_translation_phrases), per language;
+# asr.command_words replaces them.
+COMMAND_WORDS = {
+    "zh": ["小智", "切换模式", "打开翻译", "开始复读", "我们来聊天吧", "退出翻译"],
+    "en": ["Xiaozhi", "stop translating", "back to chat"],
+}
+
+
+def expected_words(name: str, language: str, words: dict | None = None) -> tuple[str, ...]:
+    """The words a child of `language` is likely to say that a recogniser
+    gets wrong most: their name and the command words (`words`: the
+    config's asr.command_words, else COMMAND_WORDS)."""
+    return tuple(([name] if name else []) + list((COMMAND_WORDS if words is None else words).get(language) or []))
+
+
+def said_before(words: tuple[str, ...], language: str | None) -> str:
+    """The words as one line of their language: what a prompted recogniser
+    (Whisper) reads as said before."""
+    if not words:
+        return ""
+    return "，".join(words) + "。" if language == "zh" else ", ".join(words) + "."
 
 
 class AsrFailed:
@@ -51,6 +85,17 @@ class Transcriber:
         self.provider = provider
         self.language = language      # the config's asr.language; None = the provider guesses
         self.script = simplified if wanted(language) else None   # applied to every text heard
+        self.prompt = ""              # words to expect (the child's name, command words), as a line
+        self.expected: tuple[str, ...] = ()   # the same, one by one (a streaming recogniser's hotwords)
+
+    def hear_as(self, language: str | None = None, words: tuple[str, ...] = ()) -> None:
+        """This session's child: the one language they speak (None: as
+        configured) and the words to expect."""
+        if language:
+            self.language = language
+            self.script = simplified if wanted(language) else None
+        self.expected = tuple(words)
+        self.prompt = said_before(self.expected, self.language)
 
     @property
     def streaming(self) -> bool:
@@ -61,6 +106,7 @@ class Transcriber:
         """A stream for one utterance (push while the child speaks, then finish)."""
         stream = open_stream(self.provider, self.language, on_partial)
         stream.script = self.script
+        stream.words = self.expected
         return stream
 
     def _out(self, text: str) -> str:
@@ -82,7 +128,11 @@ class Transcriber:
     async def words(self, pcm16k: bytes) -> str | AsrFailed:
         """The words of one whole utterance (16 kHz mono int16), stripped."""
         try:
-            text = await self.provider.transcribe(pcm16k, language=self.language)
+            if self.prompt and getattr(self.provider, "takes_prompt", False):
+                prompted = cast("PromptedAsr", self.provider)
+                text = await prompted.transcribe(pcm16k, language=self.language, prompt=self.prompt)
+            else:
+                text = await self.provider.transcribe(pcm16k, language=self.language)
         except AsrError as err:
             return self._failed(err)
         except Exception:

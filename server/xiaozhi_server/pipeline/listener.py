@@ -25,6 +25,10 @@ utterance is a new stream given the earlier words' audio first; a stream
 no longer wanted (the child went on before its words came, a wake word,
 the session's end) is cancelled, which closes its connection. A batch ASR
 (Whisper) is given the whole utterance at the speculative end, as before.
+With a streaming ASR the reply may start before the final text, on the
+streaming words once they stop changing after the end (early_reply.py):
+it is heard only if the final text says the same words and the turn
+commits; otherwise it is dropped unheard and the final text answered.
 ASR that fails gives a Turn with `failed` set: the session answers
 it with its could-not-hear line once the turn is committed.
 """
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ..config import VadConfig
 from .asr import AsrFailed
+from .early_reply import EarlyReply
 from .opus import OpusDecoder
 from .reply import Turn, committed
 from .turn import EndOfTurnDetector
@@ -66,7 +71,7 @@ class _Tentative:
     """An utterance whose end is decided but not yet committed."""
 
     __slots__ = ("audio", "commit", "at_ms", "heard_ms", "timer", "wait_ms", "since", "asr", "stream",
-                 "final")
+                 "final", "early", "ended_at")
 
     def __init__(self, audio, commit, at_ms, wait_ms, since, stream=None):
         self.audio = audio
@@ -79,6 +84,8 @@ class _Tentative:
         self.asr = None         # the task transcribing it
         self.stream = stream    # its ASR stream (streaming ASR), finishing
         self.final = False      # ASR has given its final words (or failed)
+        self.early = None       # EarlyReply: a reply on the streaming words (streaming ASR)
+        self.ended_at = time.monotonic()
 
 
 class Listener:
@@ -109,6 +116,11 @@ class Listener:
         self.commit = CommitSilence.from_config(self._vad_cfg, floor_ms=self.silence_ms)
         self.resumed = 0
         self.dropped = 0
+        # Replies started on a streaming ASR's words before the final text
+        # (vad.early_reply), and those of them dropped unheard.
+        self.early_reply = self._vad_cfg.early_reply
+        self.early_started = 0
+        self.early_wasted = 0
         self.heard_ms = 0               # audio the VAD has judged so far (ms)
         self.last_frame_at = 0.0        # monotonic time the device last sent a frame
         self.progress = asyncio.Event()  # set after each batch the VAD has judged
@@ -276,7 +288,9 @@ class Listener:
             await stream.push(self._prefix)
 
     def _new_stream(self):
-        self._stream = stream = self.asr.open()
+        def moved(_text):
+            self._partial_moved(stream)
+        self._stream = stream = self.asr.open(moved)
         self._streams.add(stream)
         self._pushed = 0
         return stream
@@ -321,9 +335,41 @@ class Listener:
         # streaming ASR's partial words give a first guess at once.
         loop = asyncio.get_running_loop()
         t = self._tentative = _Tentative(audio, loop.create_future(), at_ms, None, loop.time(), stream)
-        t.asr = self._finish_audio(audio, t.commit, stream)
+        if stream is not None and self.early_reply:
+            t.early = EarlyReply()
+        t.asr = self._finish_audio(audio, t.commit, stream, t.early)
         if stream is not None and stream.partial:
             self._words_heard(t, stream.partial)
+        if t.early is not None:
+            t.early.wait_for_quiet(functools.partial(self._start_early, t))
+
+    def _partial_moved(self, stream):
+        """A stream's words changed: after the end, the early reply waits on."""
+        t = self._tentative
+        if t is not None and t.stream is stream and t.early is not None and not t.final:
+            t.early.wait_for_quiet(functools.partial(self._start_early, t))
+
+    def _start_early(self, t):
+        """The streaming words stopped changing after the end: a reply is
+        started on them (held until the final text and the commit agree)."""
+        early = t.early
+        early.timer = None
+        if t.final or (t.commit.done() and not t.commit.result()):
+            return      # the final text is there, or the child went on
+        commit = early.start(t.stream.partial)
+        if commit is None:
+            return
+        self.early_started += 1
+        commit.add_done_callback(self._count_early)
+        log.info("replying early on the streaming words %r", early.text)
+        utt = early.utterance = Utterance(early.text, len(t.audio) // 32, t.ended_at, 0.0, commit, early=True)
+        task = asyncio.create_task(self._on_utterance(utt))
+        self._asr_tasks.add(task)
+        task.add_done_callback(self._asr_tasks.discard)
+
+    def _count_early(self, commit):
+        if not commit.cancelled() and commit.result() is False:
+            self.early_wasted += 1
 
     def _words_heard(self, t, text, stable=False):
         """Words of the tentative utterance (partial, final, or "" when ASR
@@ -372,6 +418,8 @@ class Listener:
             t.timer = None
         t.commit.set_result(False)
         self._tentative = None
+        if t.early is not None:
+            t.early.drop()
         if not t.final and t.asr is not None:
             # Its words are not needed: a decode still waiting for the model
             # would delay every other child's (one decode at a time), and a
@@ -389,13 +437,13 @@ class Listener:
         self.resumed += 1
         log.info("the child went on after a pause: joining the utterances")
 
-    def _finish_audio(self, audio, commit=None, stream=None):
-        t = asyncio.create_task(self._transcribe(audio, time.monotonic(), commit, stream))
+    def _finish_audio(self, audio, commit=None, stream=None, early=None):
+        t = asyncio.create_task(self._transcribe(audio, time.monotonic(), commit, stream, early))
         self._asr_tasks.add(t)
         t.add_done_callback(self._asr_tasks.discard)
         return t
 
-    async def _transcribe(self, audio, ended_at, commit=None, stream=None):
+    async def _transcribe(self, audio, ended_at, commit=None, stream=None, early=None):
         t0 = time.monotonic()
         if stream is not None:
             try:
@@ -415,6 +463,8 @@ class Listener:
         asr_ms = (time.monotonic() - t0) * 1000
         if not failed:
             log.info("heard %r (%.1f s of audio, ASR %.0f ms)", text, len(audio) / 32000, asr_ms)
+        if early is not None and early.final(None if failed else text, commit):
+            return  # the reply started on the streaming words answers these words
         if commit is not None and not commit.done() and (failed or not self.commit.prepare_reply(text)):
             # "and...", or nothing heard: nothing to prepare before the silence says it is over
             await asyncio.shield(commit)
@@ -439,6 +489,8 @@ class Listener:
     async def close(self) -> None:
         if self._tentative is not None and self._tentative.timer is not None:
             self._tentative.timer.cancel()
+        if self._tentative is not None and self._tentative.early is not None:
+            self._tentative.early.drop()
         self._stream = None
         streams, self._streams = list(self._streams), set()
         for t in [self._task, *self._asr_tasks]:

@@ -25,13 +25,16 @@ from ..text.lang import language_of
 class Turn:
     """The child's words, once heard (or typed)."""
 
-    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed", "language")
+    __slots__ = ("text", "audio_ms", "ended_at", "asr_ms", "commit", "failed", "language", "early")
 
     def __init__(self, text: str, audio_ms: float = 0.0, ended_at: float | None = None, asr_ms: float = 0.0,
                  commit: asyncio.Future | None = None, failed: str | None = None,
-                 language: str | None = None) -> None:
+                 language: str | None = None, early: bool = False) -> None:
         # The words; the word stages (chain.py) may rewrite them. "" when ASR failed.
         self.text = text
+        # True: words of a streaming pass, answered before the final text
+        # (early_reply.py); `text` becomes the final text once it agrees.
+        self.early = early
         self.failed = failed       # None, or why ASR gave no words (AsrFailed.reason)
         self.audio_ms = audio_ms   # speech as the VAD heard it (0 for typed words)
         self.ended_at = ended_at   # time.monotonic() when the end of speech was decided (None: typed)

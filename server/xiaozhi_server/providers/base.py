@@ -30,6 +30,15 @@ class AsrProvider(Protocol):
         ...
 
 
+class PromptedAsr(Protocol):
+    """A batch recogniser that reads a prompt (`takes_prompt`: Whisper):
+    words this child is likely to say, read as said before."""
+
+    takes_prompt: bool
+
+    async def transcribe(self, pcm16k: bytes, language: str | None = None, prompt: str = "") -> str: ...
+
+
 class AsrStreamLike(Protocol):
     """One utterance's recognition (asr.base.AsrStream): push audio while the
     child speaks, read `partial`, then `finish()` for the final text. push

@@ -40,6 +40,8 @@ class FamilyRules(Protocol):
 
     async def count_translation(self, device_id: str) -> None: ...
 
+    async def limits(self, device_id: str) -> dict: ...   # the parent's settings, `language` among them
+
 
 class FloorPort(Protocol):
     """Who may speak now (session/floor.py): every reply the runtime starts

@@ -59,6 +59,8 @@ async def accept(session: Any, msg: dict) -> None:
     # listener's 16 kHz; what we send down is announced as it really is.
     session.upstream = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]), **(msg.get("audio_params") or {}))
     session.hearing = Hearing(session)
+    # The recogniser tuned to this child (their language, their name): read from the store meanwhile.
+    session.spawn(session.chain.hear_child(session.hearing.listener, session.device_id, session.care, session.family))
     ap = {"format": "opus", "sample_rate": session.speaker.rate, "channels": 1,
           "frame_duration": proto.FRAME_DURATION_MS}
     await session.send_json(proto.hello_server(session.id, ap, version=session.version))

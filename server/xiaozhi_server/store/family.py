@@ -16,7 +16,7 @@ of a device in every table of the control store, its credentials' record include
 """
 import time
 
-SETTINGS = ("name", "timezone", "bedtime_start", "bedtime_end", "daily_talk_minutes")
+SETTINGS = ("name", "timezone", "bedtime_start", "bedtime_end", "daily_talk_minutes", "language")
 
 
 class FamilyRecords:

@@ -308,6 +308,13 @@ ALTER TABLE family_topics ADD COLUMN synonyms TEXT
 """
 
 
+# The one language a parent says the child speaks (device_settings.language:
+# "zh", "en", NULL: the recogniser chooses among the server's languages).
+_CHILD_LANGUAGE = """
+ALTER TABLE device_settings ADD COLUMN language TEXT
+"""
+
+
 MIGRATIONS = (
     Migration(1, "the first release's tables", _first_sqlite, _FIRST_TABLES),
     Migration(2, "requests numbered in insertion order", _REQUEST_ORDER_SQLITE, _REQUEST_ORDER_POSTGRES),
@@ -321,6 +328,7 @@ MIGRATIONS = (
     Migration(9, "households and the wake words their devices heard", _WAKE, _WAKE),
     Migration(10, "each blocked topic's synonyms, as a parent edited them", _TOPIC_SYNONYMS, _TOPIC_SYNONYMS),
     Migration(11, "every device seen (OTA or WebSocket) and the node holding its voice session", _SEEN, _SEEN),
+    Migration(12, "the one language a child speaks, for the recogniser", _CHILD_LANGUAGE, _CHILD_LANGUAGE),
 )
 LATEST = max(m.version for m in MIGRATIONS)
 

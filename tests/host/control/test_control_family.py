@@ -48,13 +48,16 @@ async def test_family_routes_and_their_errors(api, device_id):
     assert status == 404 and "nobody" in err["error"]["message"]
 
     status, limits = await api.get(path + "/limits")
-    assert status == 200 and limits == {"timezone": "Asia/Shanghai", "bedtime": None, "daily_talk_minutes": None}
-    good = {"timezone": "Europe/Berlin", "bedtime": {"start": "20:30", "end": "07:00"}, "daily_talk_minutes": 30}
+    assert status == 200 and limits == {"timezone": "Asia/Shanghai", "bedtime": None, "daily_talk_minutes": None,
+                                        "language": None}
+    good = {"timezone": "Europe/Berlin", "bedtime": {"start": "20:30", "end": "07:00"}, "daily_talk_minutes": 30,
+            "language": "en"}
     status, limits = await api.call("PUT", path + "/limits", good)
     assert status == 200 and limits == good
     for bad, field in (({"bedtime": {"start": "25:00", "end": "07:00"}}, "bedtime.start"),
                        ({"daily_talk_minutes": -1}, "daily_talk_minutes"),
-                       ({"timezone": "Nowhere/City"}, "timezone")):
+                       ({"timezone": "Nowhere/City"}, "timezone"),
+                       ({"language": "english"}, "language")):
         status, err = await api.call("PUT", path + "/limits", bad)
         assert status == 400 and err["error"]["message"].startswith(field), err
     status, err = await raw(api, "PUT", path + "/limits", "not json")

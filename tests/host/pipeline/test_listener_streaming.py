@@ -60,6 +60,9 @@ def listener(vad, funasr, heard, **vad_config):
     vad_config.setdefault("commit_question_ms", wait)
     vad_config.setdefault("commit_unfinished_ms", wait)
     vad_config.setdefault("commit_stable_question_ms", vad_config["commit_question_ms"])
+    # These tests follow the final text; the reply started on the streaming
+    # words before it has tests of its own (test_early_reply.py).
+    vad_config.setdefault("early_reply", False)
     asr = create("asr", {"type": "funasr", "url": funasr.url, "connect_timeout": WAIT, "final_timeout": WAIT})
     lis = Listener(vad, Transcriber(asr, language="zh"), heard.on_start, heard.on_utterance,
                    vad_config=VadConfig(**vad_config))

@@ -72,6 +72,10 @@ class AsrStream:
     # words was not rewritten, the streaming pass had it right ("" when the
     # provider cannot tell; the turn rule then takes no shortcut).
     streamed = ""
+    # Words this child is likely to say (their name, command words), set by
+    # the caller before the first push: a recogniser that takes hotwords
+    # (FunASR) weighs them up; others ignore them.
+    words: tuple[str, ...] = ()
 
     def __init__(self, on_partial: PartialCallback | None = None) -> None:
         self.partial = ""              # the words heard so far ("" until the first partial)

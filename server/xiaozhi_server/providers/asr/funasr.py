@@ -97,14 +97,21 @@ class FunAsr(StreamingAsr):
     def __repr__(self):
         return "FunAsr(%s, mode=%s)" % (self.url, self.mode)
 
-    def first_message(self, wav_name):
+    def first_message(self, wav_name, words=()):
+        """words: the session's (the child's name, command words), weighed
+        like a list in `hotwords`, beside the config's."""
+        hotwords = self.hotwords
+        if words:
+            merged = dict.fromkeys((str(w) for w in words), 20)
+            merged.update(json.loads(self.hotwords) if self.hotwords else {})
+            hotwords = hotwords_json(merged)
         msg = {"mode": self.mode, "chunk_size": self.chunk_size,
                "chunk_interval": int(self.config.get("chunk_interval", 10)), "wav_name": wav_name,
-               "wav_format": "pcm", "audio_fs": 16000, "is_speaking": True, "hotwords": self.hotwords,
+               "wav_format": "pcm", "audio_fs": 16000, "is_speaking": True, "hotwords": hotwords,
                "itn": bool(self.config.get("itn", True))}
-        if self.hotwords:
+        if hotwords:
             # FunASR's Python server reads `hotword`, words separated by spaces.
-            msg["hotword"] = " ".join(json.loads(self.hotwords))
+            msg["hotword"] = " ".join(json.loads(hotwords))
         if self.config.get("svs_lang"):
             msg["svs_lang"] = self.config["svs_lang"]
         return msg
@@ -134,7 +141,7 @@ class FunAsrStream(WsAsrStream):
         return self.asr.connect()
 
     async def _send_all(self, ws):
-        await ws.send(json.dumps(self.asr.first_message(self.wav_name), ensure_ascii=False))
+        await ws.send(json.dumps(self.asr.first_message(self.wav_name, self.words), ensure_ascii=False))
         while True:
             item = await self._outbox.get()
             if item is END:

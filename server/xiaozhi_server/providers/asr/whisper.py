@@ -163,6 +163,7 @@ def decode_window(model, audio, language, beam_size, short_pad=SHORT_PAD_FRAMES,
 
 @register("asr", "whisper")
 class WhisperAsr:
+    takes_prompt = True     # transcribe(prompt=...): a session's words, after initial_prompt
     # The config keys read here (registry.options; config.py refuses others at start).
     OPTIONS = ("compute_type", "threads", "beam_size", "language", "languages", "model_dir", "short_pad_frames",
                "initial_prompt")
@@ -190,27 +191,29 @@ class WhisperAsr:
         """Blocking: the first call may join the model's parts on disk, then loads it."""
         return load_model(self.model_dir(), self.compute_type, self.threads)
 
-    def _transcribe(self, pcm16k, language):
+    def _transcribe(self, pcm16k, language, prompt=""):
         import numpy as np
         model = self._model()
+        prompt = " ".join(p for p in (self.initial_prompt, prompt) if p)
         audio = np.frombuffer(pcm16k, dtype="<i2").astype(np.float32) / 32768.0
         if len(audio) <= WINDOW_S * SAMPLE_RATE:
             return decode_window(model, audio, language, self.beam_size, self.short_pad,
-                                 prompt_ids(model, self.initial_prompt), self.languages)
+                                 prompt_ids(model, prompt), self.languages)
         segments, _info = model.transcribe(
-            audio, language=language, beam_size=self.beam_size, initial_prompt=self.initial_prompt or None,
+            audio, language=language, beam_size=self.beam_size, initial_prompt=prompt or None,
             # One greedy pass without temperature retries, and a token budget
             # proportional to the audio, so a hallucination loop stays short.
             temperature=0.0, condition_on_previous_text=False, without_timestamps=True,
             max_new_tokens=token_budget(WINDOW_S), vad_filter=False)
         return "".join(s.text for s in segments).strip()
 
-    async def transcribe(self, pcm16k, language=None):
-        """Text of 16 kHz mono int16 PCM; `language` like "en" or "zh" when known."""
+    async def transcribe(self, pcm16k, language=None, prompt=""):
+        """Text of 16 kHz mono int16 PCM; `language` like "en" or "zh" when
+        known; `prompt`: words this child is likely to say (their name)."""
         if len(pcm16k) < 3200:  # under 0.1 s: nothing a person said
             return ""
         async with _serial.lock():
-            return await run_blocking(self._transcribe, pcm16k, language or self.language)
+            return await run_blocking(self._transcribe, pcm16k, language or self.language, prompt)
 
     async def warm_up(self):
         """Load the model and decode one second of silence now: the first decode after
