@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import ConversationConfig
-    from .port import ConversationStore, SessionPort
-    from .runtime import AppRuntime
+    from .port import ConversationStore, RunningTask, SessionPort
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ def bounded(history: list[dict], max_turns: int, max_bytes: int) -> list[dict]:
 
 class Carry:
     def __init__(self, store: ConversationStore | None, cfg: ConversationConfig, session: SessionPort,
-                 runtime: AppRuntime) -> None:
+                 runtime: RunningTask) -> None:
         self.store = store
         self.session = session
         self.runtime = runtime

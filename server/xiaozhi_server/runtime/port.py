@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from ..pipeline.care import CarePort
     from ..pipeline.reply import Reply, Turn
     from ..text.lines import Lines
-    from .memory import Memory
     from .registry import Task
 
 
@@ -101,6 +100,21 @@ class ConversationStore(Protocol):
     async def save_conversation(self, device_id: str, context: dict) -> bool: ...
 
 
+class MemoryPort(Protocol):
+    """What a mode waits for of the chat app's memory (memory.py's Memory)."""
+
+    async def ready(self) -> None: ...
+
+
+class RunningTask(Protocol):
+    """What the kept conversation (conversation.py) reads of the App Runtime:
+    the task it runs now, with the params and source it was started with."""
+
+    task: Task | None
+    params: dict
+    source: str | None
+
+
 class ModeDriver(Protocol):
     """What a mode's handler (modes.py) uses of the App Runtime that calls it."""
 
@@ -108,7 +122,9 @@ class ModeDriver(Protocol):
     cfg: AppsConfig             # the config's `apps` section
     session_cfg: SessionConfig  # the config's `session` section
     task: Task | None           # the running task
-    memory: Memory              # the chat app's memory of the child
+
+    @property
+    def memory(self) -> MemoryPort: ...    # the chat app's memory of the child (memory.py)
 
     @property
     def mode(self) -> str: ...
