@@ -83,6 +83,11 @@ def _request(row):
 
 
 class Store(Records):
+    """The schedules, requests and state reports are its own (they change
+    together: an ack sets its schedule's state, pruning keeps what a
+    schedule points at); every other table family is a part on the same
+    connection."""
+
     def __init__(self, target):
         """target: a SQLite file path (or sqlite:/// URL), or a postgresql:// URL."""
         connection = Connection(target)
