@@ -25,9 +25,9 @@ WINDOW_S = 0.4
 async def _claims(target, label, wakes):
     store = await Store(target).open()
     try:
-        await store.set_household("home", ["near", "far"])
-        await store.set_household("solo", ["alone"])
-        arbiter = WakeArbiter(store, WINDOW_S)
+        await store.wake.set_household("home", ["near", "far"])
+        await store.wake.set_household("solo", ["alone"])
+        arbiter = WakeArbiter(store.wake, WINDOW_S)
         kinds = {"household, with level, beyond the window": ("near", -20.0, WINDOW_S),
                  "alone in its household": ("alone", -20.0, 0.0),
                  "stock (no level), first in its round": ("far", None, 0.0)}

@@ -92,8 +92,8 @@ def assemble(config: dict, role: str, *, with_broker: bool = True, device_tokens
         services = ControlServices(config, family=rules)
     elif store is not None:
         from .fleet.wake import WakeArbiter, window_s
-        services = make(config, family=rules, care=store.care, conversations=store,
-                        wake_floor=WakeArbiter(store, window_s(config)))
+        services = make(config, family=rules, care=store.care, conversations=store.conversations,
+                        wake_floor=WakeArbiter(store.wake, window_s(config)))
     else:
         services = make(config)
     broker = wiring.broker(config) if store is not None else None
@@ -135,7 +135,8 @@ def _worker(config: dict, make: Callable[..., Services], store: Store | None, de
         shared["family"] = wiring.family(config, store)
         if store is not None:
             # The household's wake words are arbitrated in the store every node shares.
-            shared.update(care=store.care, conversations=store, wake_floor=WakeArbiter(store, window_s(config)))
+            shared.update(care=store.care, conversations=store.conversations,
+                          wake_floor=WakeArbiter(store.wake, window_s(config)))
     services = make(config, **shared)
     ws = WsServer(services)
     if credentials is not None:

@@ -71,8 +71,8 @@ class Services:
         """Providers left out are built from the config. The store's parts
         (None without a control store): `family`, a family's limits and usage
         counts (control/family.py); `care`, what the family keeps per device
-        (control store's CareRecords); `conversations`, where each device's
-        conversation is kept between connections; `wake_floor`, who answers a
+        (store.care); `conversations`, where each device's conversation is
+        kept between connections (store.conversations); `wake_floor`, who answers a
         household's wake word (fleet/wake.py)."""
         self.config = config
         self.lines = Lines.load((config.get("lines") or {}).get("file"))

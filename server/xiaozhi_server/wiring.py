@@ -46,7 +46,7 @@ def conversation_store(config: dict) -> Store:
     the config's `conversation` section says: the control plane's, and each
     worker process's own connection to it (shard/worker.py)."""
     store = Store(db_target(config))
-    store.keep_conversations_by_default = bool(config["conversation"]["keep_by_default"])
+    store.conversations.keep_by_default = bool(config["conversation"]["keep_by_default"])
     return store
 
 
@@ -78,10 +78,10 @@ def create(config: dict, registry: Registry, broker: Broker, app: web.Applicatio
         return link
 
     store = store if store is not None else conversation_store(config)
-    store.node_ttl_s = float(config["fleet"]["node_ttl_s"])
+    store.fleet.node_ttl_s = float(config["fleet"]["node_ttl_s"])
     tokens = [t for t in config["auth"].get("tokens") or [] if t]
     act = config["activation"]
-    devices = Devices(store, broker.credentials, broker, auth_on=bool(tokens),
+    devices = Devices(store.devices, broker.credentials, broker, auth_on=bool(tokens),
                       public_host=config["server"].get("public_host"), activation_ttl_s=float(act["ttl_s"]),
                       activation_limits=ActivationLimits(int(act["max_waiting"]), int(act["per_address"]),
                                                          int(act["per_prefix"])),
@@ -102,7 +102,7 @@ def family(config: dict, store: Store | None = None) -> Family:
     """The limits and usage of each device, on the control store (its own
     connection to it when `store` is None: a worker process's sessions)."""
     ctl = configmod.ControlConfig.of(config)
-    return Family(store or Store(db_target(config)), ctl.default_timezone, int(ctl.usage_retention_days))
+    return Family((store or Store(db_target(config))).family, ctl.default_timezone, int(ctl.usage_retention_days))
 
 
 async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:
@@ -113,7 +113,7 @@ async def adopt_shared_secret(plane: ControlPlane, broker: Broker) -> None:
     if not store.shared or creds is None:
         return
     await store.open()
-    secret = await store.shared_secret(creds.secret_text())
+    secret = await store.fleet.shared_secret(creds.secret_text())
     if secret != creds.secret_text():
         log.warning("using the server secret the other nodes share (from the store) instead of %s", creds.secret_path)
         creds.adopt(secret)

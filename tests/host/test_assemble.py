@@ -32,9 +32,9 @@ def test_a_single_process_sessions_use_the_control_planes_store(tmp_path):
     parts = assemble(control_config(tmp_path / "control.db"), SINGLE)
     services, store = parts.services, parts.control.store
     assert isinstance(services, Services)
-    assert services.conversations is store and services.care is store.care
-    assert services.family is parts.control.family and services.family.store is store
-    assert services.wake_floor.store is store
+    assert services.conversations is store.conversations and services.care is store.care
+    assert services.family is parts.control.family and services.family.records is store.family
+    assert services.wake_floor.records is store.wake
     assert parts.ws.device_token_ok == parts.control.devices.token_valid
 
 

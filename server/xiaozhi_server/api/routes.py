@@ -373,13 +373,13 @@ class ControlApi(CareApi):
                 not all(isinstance(d, str) for d in devices):
             raise BadRequest("devices must be a list of at most %d device ids" % MAX_HOUSEHOLD)
         devices = sorted({checks.device_id(d) for d in devices})
-        await self.plane.store.set_household(household_id, devices)
+        await self.plane.store.wake.set_household(household_id, devices)
         return web.json_response({"household_id": household_id, "devices": devices}, dumps=_dumps)
 
     async def get_household(self, request):
         household_id = self._household_id(request)
         return web.json_response({"household_id": household_id,
-                                  "devices": await self.plane.store.household(household_id)}, dumps=_dumps)
+                                  "devices": await self.plane.store.wake.household(household_id)}, dumps=_dumps)
 
     def _household_id(self, request):
         try:

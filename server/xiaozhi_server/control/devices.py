@@ -1,7 +1,7 @@
 """Who gets device credentials (MQTT user and password, WebSocket token),
 and the activation codes a device shows until a parent approves it.
 
-    devices = Devices(store, credentials, broker, auth_on=True, public_host=None)
+    devices = Devices(store.devices, credentials, broker, auth_on=True, public_host=None)
     await devices.start()                       # the broker's logins checked
     creds = await devices.provision("kid1")     # a parent's CLI / API call
     await devices.revoke("kid1")                # its broker login gone, nobody else's
@@ -77,14 +77,14 @@ def source_key(address: str | None) -> str | None:
 
 
 class Devices:
-    def __init__(self, store, credentials, broker, auth_on=False, public_host=None,
+    def __init__(self, records, credentials, broker, auth_on=False, public_host=None,
                  activation_ttl_s=ACTIVATION_TTL_S, activation_limits=ActivationLimits(), open_grants=False):
         """open_grants: no device tokens, no API token, loopback only (the
         `make run` default): any local process may provision a device through
         the API already, so OTA hands a device its broker login as stock
         firmware expects, and the board reaches the console without a
         parent's step (docs/sim.md's first session)."""
-        self.store = store
+        self.records = records      # store.devices: credentials given, activation codes waiting
         self.creds = credentials
         self.broker = broker
         self.auth_on = auth_on
@@ -107,7 +107,7 @@ class Devices:
             return
         await dyn.ensure_server_role(self.broker.username)
         users = await dyn.users()
-        for device_id in await self.store.device_ids():
+        for device_id in await self.records.device_ids():
             if self.creds.mqtt_user(device_id) not in users:
                 await dyn.set_device(device_id, self.creds.mqtt_password(device_id))
                 log.info("device %s: its broker login moved to the broker's own list", device_id)
@@ -137,7 +137,7 @@ class Devices:
     async def provision(self, device_id: str, client_id: str | None = None, via: str = "provisioned") -> dict:
         """Record the device and give it credentials (the broker takes its login at once)."""
         self._revoked.discard(device_id)
-        if await self.store.add_device(device_id, client_id, via):
+        if await self.records.add_device(device_id, client_id, via):
             log.info("device %s provisioned (%s)", device_id, via)
         return await self.credentials(device_id)
 
@@ -145,7 +145,7 @@ class Devices:
         """Forget the device: its broker login goes (the broker closes its
         connection), every other device keeps its own. False if unknown."""
         self._revoked.add(device_id)       # its WebSocket token too, on this node
-        known = await self.store.remove_device(device_id)
+        known = await self.records.remove_device(device_id)
         dyn = self.broker.dynsec
         removed = await dyn.remove_device(device_id) if dyn is not None else False
         if known or removed:
@@ -169,16 +169,16 @@ class Devices:
             return "activate", None
         if token and self.token_valid(device_id, token):
             return "granted", await self.provision(device_id, via="token")
-        dev = await self.store.get_device(device_id)
+        dev = await self.records.get_device(device_id)
         if dev is not None and client_id and dev["client_id"] and secrets.compare_digest(dev["client_id"], client_id):
             return "granted", await self.credentials(device_id)
         if not client_id:
             return "activate", None
-        a = await self.store.activation_of(device_id, client_id)
+        a = await self.records.activation_of(device_id, client_id)
         if a is None:
             for _ in range(5):
                 code = "%0*d" % (CODE_DIGITS, secrets.randbelow(10 ** CODE_DIGITS))
-                added = await self.store.add_activation(
+                added = await self.records.add_activation(
                     code, device_id, client_id, secrets.token_hex(16), self.activation_ttl_s,
                     source_key(source), id_prefix(device_id), self.activation_limits)
                 if isinstance(added, tuple):
@@ -188,7 +188,7 @@ class Devices:
                                           "waiting from that address, device %s) is dropped for device %s from %s",
                                           self.activation_limits.waiting, holder, count, dropped, device_id, source)
                 if added == ADDED:
-                    a = await self.store.activation_of(device_id, client_id)
+                    a = await self.records.activation_of(device_id, client_id)
                     log.warning("device %s asks to be activated: code %s (approve it on the console's Devices "
                                 "page, or with `%s device approve %s`)", device_id, code, cli_command(), code)
                     break
@@ -209,11 +209,11 @@ class Devices:
     async def waiting_activations(self) -> list[dict]:
         """The codes waiting for a parent: code, device_id, since, expires (epoch s)."""
         return [{"code": a["code"], "device_id": a["device_id"], "since": a["created_at"],
-                 "expires": a["expires_at"]} for a in await self.store.waiting_activations()]
+                 "expires": a["expires_at"]} for a in await self.records.waiting_activations()]
 
     async def clear_activation(self, code: str) -> bool:
         """Forget a waiting code (its device asks for a new one at its next OTA check)."""
-        cleared = await self.store.clear_activation(code)
+        cleared = await self.records.clear_activation(code)
         if cleared:
             log.info("activation code %s cleared by a parent", code)
         return cleared
@@ -222,15 +222,15 @@ class Devices:
         """The `activate` endpoint's answer: 200 bound, 202 waiting, 404 no code asked for."""
         if not self.auth_on:
             return 200
-        dev = await self.store.get_device(device_id) if device_id else None
+        dev = await self.records.get_device(device_id) if device_id else None
         if dev is not None and client_id and dev["client_id"] == client_id:
             return 200
-        a = await self.store.activation_of(device_id, client_id) if device_id and client_id else None
+        a = await self.records.activation_of(device_id, client_id) if device_id and client_id else None
         return 202 if a is not None else 404
 
     async def approve(self, code: str) -> str | None:
         """Approve a waiting code: its device id, or None (unknown or expired)."""
-        a = await self.store.approve_activation(code)
+        a = await self.records.approve_activation(code)
         if a is None:
             return None
         self._revoked.discard(a["device_id"])

@@ -1,6 +1,6 @@
 """A family's rules for each device, and the child's usage counted by day.
 
-    family = Family(store, default_timezone="Asia/Shanghai", retention_days=90)
+    family = Family(store.family, default_timezone="Asia/Shanghai", retention_days=90)
     await family.put_limits("dev1", {"timezone": "Asia/Shanghai",
                                      "bedtime": {"start": "20:30", "end": "07:00"},
                                      "daily_talk_minutes": 30})
@@ -125,9 +125,9 @@ def check_limits(body):
 
 
 class Family:
-    def __init__(self, store, default_timezone: str = "Asia/Shanghai", retention_days: int = 90,
+    def __init__(self, records, default_timezone: str = "Asia/Shanghai", retention_days: int = 90,
                  clock: Callable[[], float] = time.time) -> None:
-        self.store = store
+        self.records = records      # store.family: settings and usage per device
         self.default_timezone = default_timezone
         zone(default_timezone, "control.default_timezone")
         self.retention_days = int(retention_days)
@@ -145,12 +145,12 @@ class Family:
                 "daily_talk_minutes": row.get("daily_talk_minutes"), "language": row.get("language")}
 
     async def limits(self, device_id: str) -> dict:
-        return self.limits_of(await self.store.get_settings(device_id))
+        return self.limits_of(await self.records.get_settings(device_id))
 
     async def put_limits(self, device_id: str, body: object) -> dict:
         """Set the fields the body names (the others stay); the limits after."""
         fields = check_limits(body)
-        return self.limits_of(await self.store.put_settings(device_id, **fields))
+        return self.limits_of(await self.records.put_settings(device_id, **fields))
 
     def _local(self, row):
         tz = zoneinfo.ZoneInfo((row or {}).get("timezone") or self.default_timezone)
@@ -162,7 +162,7 @@ class Family:
     async def refusal(self, device_id: str) -> str | None:
         """Why the child may not talk now: a lines key, or None."""
         try:
-            row = await self.store.get_settings(device_id)
+            row = await self.records.get_settings(device_id)
             if row is None:
                 return None
             now = self._local(row)
@@ -170,7 +170,7 @@ class Family:
                                                   _minute_of(row["bedtime_end"], "")):
                 return BEDTIME
             cap = row["daily_talk_minutes"]
-            if cap is not None and await self.store.talk_seconds(device_id, now.date().isoformat()) >= cap * 60:
+            if cap is not None and await self.records.talk_seconds(device_id, now.date().isoformat()) >= cap * 60:
                 return TALK_TIME
         except StoreUnavailable as e:
             log.warning("[%s] limits not checked: %s", device_id, e.message)
@@ -180,9 +180,9 @@ class Family:
 
     async def _count(self, device_id, **counts):
         try:
-            row = await self.store.get_settings(device_id)
+            row = await self.records.get_settings(device_id)
             day = self.today(row)
-            await self.store.add_usage(device_id, day, **counts)
+            await self.records.add_usage(device_id, day, **counts)
             await self._purge(day)
         except StoreUnavailable as e:
             log.warning("[%s] usage not counted (%s): %s", device_id, counts, e.message)
@@ -196,8 +196,8 @@ class Family:
 
     async def count_lesson(self, device_id: str, name: str, passes: int, report_key: str | None = None) -> None:
         try:
-            day = self.today(await self.store.get_settings(device_id))
-            await self.store.add_lesson(device_id, day, name, passes, report_key)
+            day = self.today(await self.records.get_settings(device_id))
+            await self.records.add_lesson(device_id, day, name, passes, report_key)
         except StoreUnavailable as e:
             log.warning("[%s] lesson %s not counted: %s", device_id, name, e.message)
 
@@ -207,16 +207,16 @@ class Family:
             return
         self._purged_day = day
         cut = (datetime.date.fromisoformat(day) - datetime.timedelta(days=self.retention_days)).isoformat()
-        n = await self.store.purge_usage(cut)
+        n = await self.records.purge_usage(cut)
         if n:
             log.info("usage before %s purged (%d rows, retention %d days)", cut, n, self.retention_days)
 
     async def usage(self, device_id: str, days: int) -> dict:
         """The last `days` local days of the device, today last, each listed even when empty."""
-        row = await self.store.get_settings(device_id)
+        row = await self.records.get_settings(device_id)
         today = self._local(row).date()
         first = today - datetime.timedelta(days=days - 1)
-        have = await self.store.usage(device_id, first.isoformat(), today.isoformat())
+        have = await self.records.usage(device_id, first.isoformat(), today.isoformat())
         out = []
         for i in range(days):
             d = (first + datetime.timedelta(days=i)).isoformat()

@@ -108,7 +108,7 @@ class ControlPlane(FamilyPlane):
         self.registry = registry
         self.store = store
         self.devices = devices
-        self.family = family or Family(store)
+        self.family = family or Family(store.family)
         # Other features' forget_device(device_id) coroutines, run when a parent removes a device.
         self.forgetters = []
         self.pacer = pacer or Pacer()
@@ -267,7 +267,7 @@ class ControlPlane(FamilyPlane):
                 raise err
             # Due at once: this node claims it and sends it now (another
             # node's dispatcher may have been quicker; then it sends it).
-            s = await self.store.claim_one(device_id, alarm_id, self.node_id)
+            s = await self.store.deliveries.claim_one(device_id, alarm_id, self.node_id)
         except BaseException:
             self.pacer.release(device_id)
             raise
@@ -355,12 +355,12 @@ class ControlPlane(FamilyPlane):
         try:
             await self._send(device_id, proto.TOPIC_CMD_CTL, action, payload, req_id, have_slot, wait)
         except DeviceBusy:
-            await self.store.release(device_id, sched["alarm_id"], req_id, BUSY_RETRY_S)
+            await self.store.deliveries.release(device_id, sched["alarm_id"], req_id, BUSY_RETRY_S)
             raise
         except BaseException:
-            await asyncio.shield(self.store.release(device_id, sched["alarm_id"], req_id))
+            await asyncio.shield(self.store.deliveries.release(device_id, sched["alarm_id"], req_id))
             raise
-        await self.store.delivered(device_id, sched["alarm_id"], req_id)
+        await self.store.deliveries.delivered(device_id, sched["alarm_id"], req_id)
         self.delivered += 1
         log.info("%s %s to %s (%s%s)", action, sched["alarm_id"], device_id, req_id,
                  ", the same request again: it may have gone out before" if sched.get("taken_over") else "")
@@ -405,7 +405,7 @@ class ControlPlane(FamilyPlane):
         """{"device_id", "keep": bool, "turns": n}: whether the device's
         conversation is kept, and how many of the child's turns are now."""
         checks.device_id(device_id)
-        return dict(await self.store.conversation_setting(device_id, self.conversation_max_age_s),
+        return dict(await self.store.conversations.conversation_setting(device_id, self.conversation_max_age_s),
                     device_id=device_id)
 
     async def set_conversation(self, device_id: str, body: object) -> dict:
@@ -416,20 +416,20 @@ class ControlPlane(FamilyPlane):
         extra = sorted(set(body) - {"keep", "turns"})
         if extra:
             raise BadRequest("%s: unknown field (expected keep)" % extra[0])
-        await self.store.set_conversation_keep(device_id, body["keep"])
+        await self.store.conversations.set_conversation_keep(device_id, body["keep"])
         log.info("conversation of %s: %s", device_id, "kept" if body["keep"] else "not kept (erased)")
         return await self.conversation(device_id)
 
     async def erase_conversation(self, device_id: str) -> dict:
         """Erase the device's kept conversation now (whether it is kept from now on stays)."""
         checks.device_id(device_id)
-        erased = await self.store.erase_conversation(device_id)
+        erased = await self.store.conversations.erase_conversation(device_id)
         return dict(await self.conversation(device_id), erased=erased)
 
     async def _purge_loop(self) -> None:
         while True:
             try:
-                n = await self.store.purge_conversations(self.conversation_max_age_s)
+                n = await self.store.conversations.purge_conversations(self.conversation_max_age_s)
                 if n:
                     log.info("erased %d conversations older than %.0f h", n, self.conversation_max_age_s / 3600)
             except StoreUnavailable as e:
@@ -441,7 +441,7 @@ class ControlPlane(FamilyPlane):
     # ---- the nodes sharing the store ----
 
     async def nodes(self) -> list[dict]:
-        return await self.store.nodes()
+        return await self.store.fleet.nodes()
 
     async def drain_node(self, node_id: str) -> dict:
         """Ask a node (`self`: this one) to drain: it stops taking devices,
@@ -449,12 +449,12 @@ class ControlPlane(FamilyPlane):
         checks.text(node_id, "node_id")
         if node_id == "self":
             node_id = self.node_id
-        if not await self.store.set_node_state(node_id, DRAINING):
+        if not await self.store.fleet.set_node_state(node_id, DRAINING):
             raise NotFound("no node %s (GET /api/nodes lists them)" % node_id)
         if node_id == self.node_id and self.on_drain_asked is not None:
             self.on_drain_asked()
         log.warning("node %s asked to drain", node_id)
-        return next((n for n in await self.store.nodes() if n["node_id"] == node_id), {"node_id": node_id})
+        return next((n for n in await self.store.fleet.nodes() if n["node_id"] == node_id), {"node_id": node_id})
 
     # ---- reports from devices ----
 
@@ -492,7 +492,7 @@ class ControlPlane(FamilyPlane):
                             msg["alarm"]["late_s"])
         # A device that reports is online: whatever it never acked goes again,
         # once per interval however often it reports and however many nodes read it.
-        if await self.store.claim_resend_round(device_id, RESEND_INTERVAL_S):
+        if await self.store.deliveries.claim_resend_round(device_id, RESEND_INTERVAL_S):
             await self.resend_unacked(device_id, RESEND_AFTER_S, "its state report")
 
     async def _on_ack(self, device_id, ack):
@@ -539,7 +539,7 @@ class ControlPlane(FamilyPlane):
         req_id (store/deliveries.py: mark_due): its ack was lost, and the board
         would drop the copy unanswered."""
         try:
-            n = await self.store.mark_due(device_id, min_age_s, ack_lost_after_s)
+            n = await self.store.deliveries.mark_due(device_id, min_age_s, ack_lost_after_s)
             if n:
                 # Which re-send sent a schedule twice, if one did, is read here.
                 log.info("%d unacked schedule requests%s due again (after %s)", n,
@@ -578,7 +578,7 @@ class ControlPlane(FamilyPlane):
 
     async def dispatch_once(self) -> int:
         """One claim of due deliveries, sent; how many were claimed."""
-        batch = await self.store.claim_due(self.node_id, DISPATCH_BATCH)
+        batch = await self.store.deliveries.claim_due(self.node_id, DISPATCH_BATCH)
         busy: set[str] = set()
         for i, s in enumerate(batch):
             try:
@@ -589,10 +589,10 @@ class ControlPlane(FamilyPlane):
                 if s["device_id"] not in busy:
                     busy.add(s["device_id"])
                 else:
-                    await self.store.release(s["device_id"], s["alarm_id"], s["claim_req_id"], BUSY_RETRY_S)
+                    await self.store.deliveries.release(s["device_id"], s["alarm_id"], s["claim_req_id"], BUSY_RETRY_S)
             except BrokerUnavailable:
                 for rest in batch[i + 1:]:
-                    await self.store.release(rest["device_id"], rest["alarm_id"], rest["claim_req_id"])
+                    await self.store.deliveries.release(rest["device_id"], rest["alarm_id"], rest["claim_req_id"])
                 return 0    # gone again; the next connect makes them due
             except StoreUnavailable:
                 raise

@@ -57,7 +57,7 @@ class FamilyPlane:
     async def _known(self, device_id):
         """NotFound unless the store knows the device."""
         checks.device_id(device_id)
-        if not await self.store.device_known(device_id):
+        if not await self.store.family.device_known(device_id):
             raise NotFound("no device %s here (GET /api/devices lists them)" % device_id)
 
     def _row(self, d):
@@ -96,16 +96,16 @@ class FamilyPlane:
             checks.device_id(device_id)
         except BadRequest:
             return
-        if not await self.store.saw_device(device_id, via, firmware[:64] if firmware else None):
+        if not await self.store.devices.saw_device(device_id, via, firmware[:64] if firmware else None):
             log.warning("device %s not listed: %d devices seen already", device_id, MAX_SEEN)
 
     async def list_devices(self) -> list[dict]:
-        return [self._row(d) for d in await self.store.known_devices()]
+        return [self._row(d) for d in await self.store.family.known_devices()]
 
     async def rename_device(self, device_id: str, body: object) -> dict:
         await self._known(device_id)
-        await self.store.put_settings(device_id, name=check_name(body))
-        return next(self._row(d) for d in await self.store.known_devices() if d["device_id"] == device_id)
+        await self.store.family.put_settings(device_id, name=check_name(body))
+        return next(self._row(d) for d in await self.store.family.known_devices() if d["device_id"] == device_id)
 
     async def forget_device(self, device_id: str) -> None:
         """Every row the store keeps of the device goes, and the broker's files
@@ -114,7 +114,7 @@ class FamilyPlane:
         opens again still needs a parent to provision or approve it anew
         (docs/security.md)."""
         await self._known(device_id)
-        await self.store.forget_device(device_id)
+        await self.store.family.forget_device(device_id)
         for forget in self.forgetters:
             await forget(device_id)
         if self.devices is not None:
@@ -129,8 +129,8 @@ class FamilyPlane:
         await self._known(device_id)
         session = self.session_of(device_id)
         if session is None:
-            held = next((d.get("held_by") for d in await self.store.known_devices() if d["device_id"] == device_id),
-                        None)
+            known = await self.store.family.known_devices()
+            held = next((d.get("held_by") for d in known if d["device_id"] == device_id), None)
             if held and held != self.node_id:
                 raise DeviceOffline("device %s is online on node %s: its card is read there (that node's console)"
                                     % (device_id, held))
@@ -178,7 +178,7 @@ class FamilyPlane:
             return
         # The lesson is over: a conversation kept of it must not take it up again
         # (every node reads the report; ending it twice changes nothing).
-        await self.store.end_kept_task(device_id, name)
+        await self.store.conversations.end_kept_task(device_id, name)
         passes = 1
         for req in await self.store.recent_requests(device_id, 20):
             params = (req["payload"].get("params") or (req["payload"].get("pending_task") or {}).get("params")

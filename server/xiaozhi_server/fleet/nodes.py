@@ -60,7 +60,7 @@ class Node:
         self._throttle = LogThrottle(log, interval_s=30.0)
 
     async def start(self) -> Node:
-        await self.store.register_node(self.id, self.ws_url, self.http_url)
+        await self.store.fleet.register_node(self.id, self.ws_url, self.http_url)
         log.info("node %s registered (devices are sent to %s; pid %d)", self.id,
                  self.ws_url or "nowhere else: no public host", os.getpid())
         self._task = asyncio.create_task(self._beat(), name="node-heartbeat")
@@ -70,11 +70,11 @@ class Node:
         while True:
             await asyncio.sleep(self.heartbeat_s)
             try:
-                state = await self.store.heartbeat(self.id, self.sessions())
+                state = await self.store.fleet.heartbeat(self.id, self.sessions())
                 if state is None:
                     log.warning("node %s was forgotten by the store (cut off too long): registering again", self.id)
-                    await self.store.register_node(self.id, self.ws_url, self.http_url,
-                                                   DRAINING if self.draining else SERVING)
+                    await self.store.fleet.register_node(self.id, self.ws_url, self.http_url,
+                                                         DRAINING if self.draining else SERVING)
                 elif state == DRAINING and not self.draining:
                     log.warning("node %s was asked to drain", self.id)
                     self.draining = True
@@ -83,7 +83,7 @@ class Node:
                 if self.held is not None:
                     now = set(self.held())
                     if now != self._written:
-                        await self.store.set_held(self.id, now - self._written, self._written - now)
+                        await self.store.devices.set_held(self.id, now - self._written, self._written - now)
                         self._written = now
                 self.beats += 1
             except StoreUnavailable as e:
@@ -97,7 +97,7 @@ class Node:
         if not device_id:
             return None
         try:
-            node = await self.store.route(device_id, None if self.draining else self.id)
+            node = await self.store.fleet.route(device_id, None if self.draining else self.id)
         except StoreUnavailable as e:
             self._throttle.log(logging.WARNING, "routing", "OTA for %s answered with this node: %s",
                                device_id, e.message)
@@ -110,7 +110,7 @@ class Node:
         """No device is sent here from now on (sticky routes move at their next OTA)."""
         self.draining = True
         try:
-            await self.store.set_node_state(self.id, DRAINING)
+            await self.store.fleet.set_node_state(self.id, DRAINING)
         except StoreUnavailable as e:
             log.warning("node %s could not say it drains: %s", self.id, e.message)
 
@@ -125,6 +125,6 @@ class Node:
         if not self.store.is_open:
             return
         try:
-            await self.store.leave(self.id)
+            await self.store.fleet.leave(self.id)
         except StoreUnavailable as e:
             log.warning("node %s left without telling the store (%s): it drops out after its TTL", self.id, e.message)

@@ -1,7 +1,7 @@
 """Nearest device answers: of a household's devices that heard the wake word
 within one window, only one answers.
 
-    arbiter = WakeArbiter(store, window_s=0.4)
+    arbiter = WakeArbiter(store.wake, window_s=0.4)
     if not await arbiter.claim(device_id, level=-23.5, score=0.9):
         ...   # another device of the household answers: this one goes idle
 
@@ -79,8 +79,8 @@ def winner(claims):
 
 
 class WakeArbiter:
-    def __init__(self, store, window_s=0.4, clock=time.time, sleep=asyncio.sleep):
-        self.store = store
+    def __init__(self, records, window_s=0.4, clock=time.time, sleep=asyncio.sleep):
+        self.records = records      # store.wake: households and their wake claims
         self.window_s = float(window_s)
         self.clock = clock
         self.sleep = sleep
@@ -99,7 +99,7 @@ class WakeArbiter:
             return True
 
     async def _claim(self, device_id, level, score):
-        home = await self.store.household_of(device_id)
+        home = await self.records.household_of(device_id)
         if home is None or home[1] < 2:
             return True
         household = home[0]
@@ -109,14 +109,14 @@ class WakeArbiter:
                               "[%s] wake words faster than %d at once and one per %.0f s: this one does not "
                               "answer (household %s)", device_id, WAKE_BURST, WAKE_EVERY_S, household)
             return False
-        r = await self.store.claim_wake(household, device_id, level, score, now, self.window_s)
+        r = await self.records.claim_wake(household, device_id, level, score, now, self.window_s)
         claims = r["claims"]
         if claims[0]["device_id"] == device_id and level is None:
             return True       # first, and first-come: nothing later can take it
         if any(c["level"] is None for c in claims):
             return winner(claims) == device_id
         await self.sleep(max(0.0, r["round_at"] + self.window_s - self.clock()))
-        won = winner(await self.store.wake_round(household, r["round_at"])) == device_id
+        won = winner(await self.records.wake_round(household, r["round_at"])) == device_id
         log.info("[%s] wake word in household %s: %s", device_id, household,
                  "answers" if won else "another device answers")
         return won

@@ -93,7 +93,7 @@ class SessionPort(Protocol):
 class ConversationStore(Protocol):
     """Where a device's conversation is kept between its connections, on
     whichever node they are (store/conversations.py implements it;
-    assemble.py hands it to the sessions as Services(conversations=...))."""
+    assemble.py hands store.conversations to the sessions as Services(conversations=...))."""
 
     async def load_conversation(self, device_id: str, max_age_s: float) -> dict | None: ...
 

@@ -1,1 +1,3 @@
-"""The control store: one record module per table family, over SQLite or PostgreSQL, with its migrations."""
+"""The control store: Store (store.py) composed of one record class per
+table family, all on one connection, over SQLite or PostgreSQL, with its
+migrations."""

@@ -1,5 +1,5 @@
 """What a family keeps per device for the safety filter, transcripts and
-the chat app's memory (tables in schema.py, migration 6). It shares the
+the chat app's memory (tables in schema.py, migration 6). It runs on the
 control store's connection and worker thread: `store.care` is one of these.
 
     family_topics       device_id, topics (JSON list), redirect_line (NULL: the default), updated_at,
@@ -27,6 +27,7 @@ import uuid
 from typing import Any
 
 from ..pipeline.care import empty_profile
+from .records import Records
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +48,10 @@ def day_bounds(date: str, tz: datetime.tzinfo) -> tuple[float, float]:
     return start.timestamp(), (start + datetime.timedelta(days=1)).timestamp()
 
 
-class CareRecords:
-    def __init__(self, store: Any) -> None:
-        self.store = store
+class CareRecords(Records):
+    def __init__(self, connection: Any) -> None:
+        super().__init__(connection)
         self._writes = 0
-
-    def _run(self, fn, *args):
-        return self.store._run(fn, *args)
-
-    @property
-    def _db(self):
-        return self.store._db
 
     # ---- blocked topics ----
 

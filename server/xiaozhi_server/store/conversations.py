@@ -1,6 +1,6 @@
 """Each device's conversation, kept so it goes on where the device
-reconnects: another node, or the same one after a restart (mixed into
-store.Store, same connection and worker thread; the table is migration 7
+reconnects: another node, or the same one after a restart (`store.conversations`,
+on the store's connection and worker thread; the table is migration 7
 in schema.py).
 
     conversations  device_id, keep (1, or 0: the parents opted out),
@@ -19,6 +19,8 @@ device talks to one node at a time).
 """
 import json
 
+from .records import Records
+
 
 def _context(row):
     return {"turns": json.loads(row["turns"]) if row["turns"] else [],
@@ -27,8 +29,8 @@ def _context(row):
             "updated_at": row["updated_at"]}
 
 
-class ConversationRecords:
-    keep_conversations_by_default = True
+class ConversationRecords(Records):
+    keep_by_default = True     # conversation.keep_by_default: what a device whose parents chose nothing gets
 
     async def load_conversation(self, device_id, max_age_s):
         """The device's kept conversation ({"turns": [...], "app_id",
@@ -55,7 +57,7 @@ class ConversationRecords:
                     "UPDATE conversations SET turns = ?, turn_count = ?, app_id = ?, task_id = ?, app_state = ?, "
                     "updated_at = {now} WHERE device_id = ? AND keep = 1".format(now=self._db.now),
                     values + (device_id,)).rowcount
-                if done or not self.keep_conversations_by_default:
+                if done or not self.keep_by_default:
                     return done
                 # No row yet: the default applies (a row with keep = 0 is left alone).
                 return self._db.execute(
@@ -90,7 +92,7 @@ class ConversationRecords:
                 "WHERE device_id = ?".format(now=self._db.now), (max_age_s, device_id)).fetchone()
         row = await self._run(read)
         if row is None:
-            return {"keep": self.keep_conversations_by_default, "turns": 0}
+            return {"keep": self.keep_by_default, "turns": 0}
         return {"keep": bool(row[0]), "turns": int(row[1] or 0)}
 
     async def set_conversation_keep(self, device_id, keep):

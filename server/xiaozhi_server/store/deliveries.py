@@ -1,5 +1,5 @@
 """The delivery of each schedule to its device, claimed by one node at a
-time (mixed into store.Store, same connection and worker thread).
+time (`store.deliveries`, on the store's connection and worker thread).
 
 A schedule whose SET_ALARM / UNSET_ALARM is owed has `due_at` set: a
 parent's write makes it due at once (a new request), and a re-send round
@@ -22,14 +22,18 @@ revision) drops the claim: the new version is delivered afresh.
 """
 import time
 
-from .fleet import LIVE_NODES
+from .records import Records
 from .rows import schedule_of
 
 
-class DeliveryRecords:
+class DeliveryRecords(Records):
+    def __init__(self, connection, fleet):
+        super().__init__(connection)
+        self._fleet = fleet     # which nodes live: a dead node's claims are taken over
+
     def _claimable(self):
-        return ("due_at IS NOT NULL AND due_at <= {now} AND (claimed_by IS NULL OR claimed_by "
-                "NOT IN (%s))" % LIVE_NODES).format(**self._fleet_sql())
+        return ("due_at IS NOT NULL AND due_at <= %s AND (claimed_by IS NULL OR claimed_by NOT IN (%s))"
+                % (self._db.now, self._fleet.live_nodes_sql()))
 
     def _new_req_id(self):
         if self._db.dialect == "postgres":

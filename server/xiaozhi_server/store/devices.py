@@ -1,4 +1,4 @@
-"""The store's device records (mixed into store.Store, same connection and
+"""The store's device records (`store.devices`, on the store's connection and
 worker thread; tables in schema.py): the devices that were given credentials, and the
 activation codes a device shows while it waits for a parent's approval.
 
@@ -19,6 +19,8 @@ caller cannot take every waiting place.
 """
 import time
 from typing import NamedTuple
+
+from .records import Records
 
 MAX_PENDING = 100
 # Devices seen by OTA or WebSocket that the table keeps at most: made-up
@@ -58,7 +60,7 @@ def _evict_for(db, source):
     return row[0], row[1], oldest[1]
 
 
-class DeviceRecords:
+class DeviceRecords(Records):
     # ---- devices ----
 
     async def device_ids(self):

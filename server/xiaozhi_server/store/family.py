@@ -1,4 +1,4 @@
-"""The store's family records (mixed into store.Store, same connection and
+"""The store's family records (`store.family`, on the store's connection and
 worker thread; tables in schema.py, migration 5): what a parent sets for a
 device and what the child did with it, per local day.
 
@@ -16,10 +16,16 @@ of a device in every table of the control store, its credentials' record include
 """
 import time
 
+from .records import Records
+
 SETTINGS = ("name", "timezone", "bedtime_start", "bedtime_end", "daily_talk_minutes", "language")
 
 
-class FamilyRecords:
+class FamilyRecords(Records):
+    def __init__(self, connection, fleet):
+        super().__init__(connection)
+        self._fleet = fleet     # which nodes live: who holds a device's voice session
+
     # ---- a device's settings: its name and limits ----
 
     async def get_settings(self, device_id):
@@ -51,7 +57,7 @@ class FamilyRecords:
         name, state, received_at, login (it has an MQTT login), via,
         firmware, seen_at, held_by (the live node holding its voice session)}]."""
         def read():
-            live = {r[0] for r in self._db.execute(self._live())}
+            live = {r[0] for r in self._db.execute(self._fleet.live_nodes_sql())}
             rows = self._db.execute(
                 "SELECT k.device_id, ds.name, ds.timezone, st.state, st.received_at, d.via AS login_via, "
                 "sd.via, sd.firmware, sd.last_seen_at AS seen_at, sd.node_id FROM "

@@ -1,5 +1,5 @@
-"""What the nodes sharing one store know of each other (mixed into
-store.Store, same connection and worker thread; tables in schema.py).
+"""What the nodes sharing one store know of each other (`store.fleet`,
+on the store's connection and worker thread; tables in schema.py).
 
     nodes          node_id, ws_url (what devices are sent to; NULL: not
                    reachable from other nodes), http_url, lock_id, state
@@ -15,6 +15,8 @@ cut off by the network keeps its lock until its connection times out, and
 the TTL drops it first.
 """
 import random
+
+from .records import Records
 
 # Advisory locks (key1, key2) of nodes: key1 is this constant, key2 the node's lock_id.
 NODE_LOCK_CLASS = 0x785A
@@ -36,23 +38,22 @@ def _node(row):
     return {k: row[k] for k in ("node_id", "ws_url", "http_url", "state", "sessions", "started_at", "heartbeat_at")}
 
 
-class FleetRecords:
-    node_ttl_s = NODE_TTL_S
-    _node_lock = None       # (node_id, lock_id) this process holds, taken again after a reconnect
+class FleetRecords(Records):
+    def __init__(self, connection):
+        super().__init__(connection)
+        self.node_ttl_s = NODE_TTL_S
+        self._node_lock = None      # (node_id, lock_id) this process holds, taken again after a reconnect
 
-    def _fleet_sql(self):
-        return {"now": self._db.now, "ttl": repr(float(self.node_ttl_s)),
-                "held": _HELD_PG if self._db.dialect == "postgres" else ""}
+    def live_nodes_sql(self):
+        """SQL selecting the node_id of every live node (deliveries and the
+        family's device list ask it inside their own statements)."""
+        return LIVE_NODES.format(now=self._db.now, ttl=repr(float(self.node_ttl_s)),
+                                 held=_HELD_PG if self._db.dialect == "postgres" else "")
 
-    def _live(self):
-        return LIVE_NODES.format(**self._fleet_sql())
-
-    def _take_node_lock(self):
+    def take_node_lock(self):
+        """On the worker thread; also after every reconnect (sql.py's on_connect)."""
         if self._node_lock is not None and self._db.dialect == "postgres":
             self._db.execute("SELECT pg_advisory_lock(?, ?)", (NODE_LOCK_CLASS, self._node_lock[1]))
-
-    def _on_reconnect(self):
-        self._take_node_lock()
 
     # ---- this node ----
 
@@ -61,7 +62,7 @@ class FleetRecords:
         def register():
             if self._node_lock is None:
                 self._node_lock = (node_id, random.randint(1, 2 ** 31 - 1))
-            self._take_node_lock()
+            self.take_node_lock()
             self._db.execute(
                 "INSERT INTO nodes (node_id, ws_url, http_url, lock_id, state, sessions, started_at, heartbeat_at) "
                 "VALUES (?, ?, ?, ?, ?, 0, {now}, {now}) ON CONFLICT (node_id) DO UPDATE SET ws_url = excluded.ws_url, "
@@ -103,7 +104,7 @@ class FleetRecords:
     async def nodes(self):
         """Every known node with `live` (bool), newest first."""
         def read():
-            live = {r[0] for r in self._db.execute(self._live())}
+            live = {r[0] for r in self._db.execute(self.live_nodes_sql())}
             out = []
             for r in self._db.execute("SELECT * FROM nodes ORDER BY started_at DESC, node_id"):
                 d = _node(r)
@@ -120,7 +121,7 @@ class FleetRecords:
         no node can take it."""
         def pick():
             serving = ("SELECT * FROM nodes WHERE state = 'serving' AND node_id IN (%s) "
-                       "AND (ws_url IS NOT NULL OR node_id = ?)" % self._live())
+                       "AND (ws_url IS NOT NULL OR node_id = ?)" % self.live_nodes_sql())
             with self._db.transaction():
                 self._db.lock("route", device_id)
                 row = self._db.execute(

@@ -1,23 +1,25 @@
-"""The control plane's records: schedules (authoritative — the device's
-alarm is a copy), the requests sent to devices with their acks, the last
-state report of each device; the devices given credentials and the
-activation codes waiting for a parent (devices.py); the delivery of
-each schedule to its device (deliveries.py); and what nodes share
-(fleet.py: the nodes, which node serves a device, the server secret);
-the name and limits a family sets per device and the child's usage per
-day (family.py); what the companion keeps and guards per child
-(`store.care`, care.py: blocked topics, safety flags, privacy,
-transcripts, the chat app's memory); each device's conversation, so it
-goes on on another node (conversations.py); and households and the
-wake words their devices heard (wake.py).
+"""The control store: the control plane's own records (schedules,
+authoritative — the device's alarm is a copy; the requests sent to
+devices with their acks; the last state report of each device) and its
+parts, one record class per table family over the same connection:
+
+    store.devices        devices given credentials, activation codes waiting for a parent (devices.py)
+    store.deliveries     the delivery of each schedule to its device, claimed by one node (deliveries.py)
+    store.fleet          what nodes share: the nodes, which node serves a device, the server secret (fleet.py)
+    store.family         the name and limits a family sets per device, the child's usage per day (family.py)
+    store.care           what the companion keeps and guards per child: blocked topics, safety
+                         flags, privacy, transcripts, the chat app's memory (care.py)
+    store.conversations  each device's conversation, so it goes on on another node (conversations.py)
+    store.wake           households and the wake words their devices heard (wake.py)
 
     store = await Store("var/control.db").open()                 # SQLite (the default)
     store = await Store("postgresql://xz@db.lan/xiaozhi").open()  # shared by nodes
 
 One interface, two databases (sql.py), one schema brought up to date by
-numbered migrations at open (schema.py). Every call runs on one worker
-thread that owns the connection, so the event loop never waits on the
-database and no connection sees two threads. With SQLite, WAL mode lets a
+numbered migrations at open (schema.py). Every call of the store and of
+its parts runs on one worker thread that owns the connection
+(records.py), so the event loop never waits on the database and no
+connection sees two threads. With SQLite, WAL mode lets a
 reader (the CLI, a backup) look while the server writes.
 
 Writes that race are decided in the database, in one statement or one
@@ -38,12 +40,11 @@ Schedule states:
   failed       the device refused it or failed (the ack says why)
   deleted      DELETE asked for; UNSET_ALARM sent (or to be sent)
 """
-import asyncio
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from . import schema, sql
+from .records import Connection, Records
 from .rows import schedule_of
 from .conversations import ConversationRecords
 from .deliveries import DeliveryRecords
@@ -81,16 +82,27 @@ def _request(row):
             "ack": json.loads(row["ack"]) if row["ack"] else None, "acked_at": row["acked_at"]}
 
 
-class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, ConversationRecords, WakeRecords):
+class Store(Records):
+    """The schedules, requests and state reports are its own (they change
+    together: an ack sets its schedule's state, pruning keeps what a
+    schedule points at); every other table family is a part on the same
+    connection."""
+
     def __init__(self, target):
         """target: a SQLite file path (or sqlite:/// URL), or a postgresql:// URL."""
-        self.target = str(target)
+        connection = Connection(target)
+        super().__init__(connection)
+        self.target = connection.target
         self.path = self.target     # the name callers knew (the SQLite file)
         self.address = sql.where(self.target)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-db")
-        self._db = None
         self._inserts = 0
-        self.care = CareRecords(self)     # topics, flags, privacy, transcripts, memory
+        self.devices = DeviceRecords(connection)
+        self.fleet = FleetRecords(connection)
+        self.deliveries = DeliveryRecords(connection, self.fleet)
+        self.family = FamilyRecords(connection, self.fleet)
+        self.care = CareRecords(connection)
+        self.conversations = ConversationRecords(connection)
+        self.wake = WakeRecords(connection)
 
     @property
     def shared(self):
@@ -100,9 +112,6 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
     @property
     def is_open(self):
         return self._db is not None
-
-    async def _run(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     # ---- lifecycle ----
 
@@ -119,15 +128,12 @@ class Store(DeviceRecords, DeliveryRecords, FleetRecords, FamilyRecords, Convers
         except BaseException:
             db.close()
             raise
-        db.on_connect = self._on_reconnect     # FleetRecords: the node's lock again
-        self._db = db
+        db.on_connect = self.fleet.take_node_lock     # after a reconnect: the node's lock again
+        self._connection.db = db
         self.care.purge_expired()      # transcripts past their retention, kept while the server was off
 
     async def close(self):
-        if self._db is not None:
-            await self._run(self._db.close)
-            self._db = None
-        self._pool.shutdown(wait=True)
+        await self._connection.close()
 
     # ---- schedules ----
 

@@ -1,4 +1,4 @@
-"""The store's households and wake-word claims (mixed into store.Store, same
+"""The store's households and wake-word claims (`store.wake`, on the store's
 connection and worker thread; tables in schema.py, migration 9).
 
     household_members  device_id (one household at most), household_id
@@ -11,6 +11,8 @@ or opening is decided under the household's lock in the database, so nodes
 sharing the store agree on who is in which round. Claims are kept
 KEEP_CLAIMS_S, long enough for every claimant to read its round.
 """
+from .records import Records
+
 KEEP_CLAIMS_S = 60.0
 
 
@@ -19,7 +21,7 @@ def _claim(row):
             "claimed_at": row["claimed_at"]}
 
 
-class WakeRecords:
+class WakeRecords(Records):
     # ---- households ----
 
     async def set_household(self, household_id, device_ids):

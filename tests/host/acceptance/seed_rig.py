@@ -153,7 +153,7 @@ class SeedRig:
 
     async def kept(self, device_id):
         """The device's conversation as the store keeps it (the main process's own connection)."""
-        return await self.server.control.store.load_conversation(device_id, 3600)
+        return await self.server.control.store.conversations.load_conversation(device_id, 3600)
 
     async def close(self):
         for b in self.boards:

@@ -77,7 +77,7 @@ async def power_cut_past_an_alarm_then_chat(rig, board):
 
 async def kept_task_of_an_earlier_run(rig, board):
     # An earlier board under this id was in a parents' lesson; this one is new.
-    await rig.server.control.store.save_conversation(board.device_id, {
+    await rig.server.control.store.conversations.save_conversation(board.device_id, {
         "turns": [{"role": "user", "content": "my name is Lily"},
                   {"role": "assistant", "content": "Hello Lily."}],
         "app_id": "english_learning", "task_id": "repeater",

@@ -125,7 +125,7 @@ def test_removing_a_device_forgets_it(page, known_device, console_server):
     if page.driver.find_elements("css selector", "#add-device-id"):
         return      # a server with no device list: only this browser's list forgot it
     # The server forgot it too: its broker login no longer works.
-    assert console_server.call(lambda: console_server.server.control.store.device_known(known_device)) is False
+    assert console_server.call(lambda: console_server.server.control.store.family.device_known(known_device)) is False
 
 
 def test_a_waiting_code_is_listed_and_can_be_dismissed(page, console_server):

@@ -14,7 +14,8 @@ async def _kept(api, device_id, *questions):
     turns = []
     for q in questions:
         turns += [{"role": "user", "content": q}, {"role": "assistant", "content": "yes"}]
-    return await store.save_conversation(device_id, {"turns": turns, "app_id": "chat", "task_id": "conversation"})
+    return await store.conversations.save_conversation(device_id, {"turns": turns, "app_id": "chat",
+                                                                   "task_id": "conversation"})
 
 
 async def test_parents_read_opt_out_and_erase_a_devices_conversation(api, device_id):
@@ -25,7 +26,7 @@ async def test_parents_read_opt_out_and_erase_a_devices_conversation(api, device
 
     status, body = await api.delete(path)
     assert status == 200 and body["erased"] and body["turns"] == 0
-    assert await api.server.control.store.load_conversation(device_id, 3600) is None
+    assert await api.server.control.store.conversations.load_conversation(device_id, 3600) is None
 
     await _kept(api, device_id, "my name is Lily")
     status, body = await api.call("PUT", path, {"keep": False})
@@ -94,7 +95,7 @@ async def test_a_restarted_server_goes_on_with_the_conversation_and_its_task(tmp
         async def turns_kept(n):
             store = await Store(target).open()
             try:
-                return (await store.conversation_setting("aa:bb:cc:00:00:07", 3600))["turns"] == n
+                return (await store.conversations.conversation_setting("aa:bb:cc:00:00:07", 3600))["turns"] == n
             finally:
                 await store.close()
 

@@ -117,7 +117,7 @@ async def test_a_broker_that_takes_anonymous_clients_or_wrong_passwords_is_refus
 async def test_a_device_of_the_file_based_era_keeps_the_login_its_board_holds(api):
     server = api.server
     devices = server.control.devices
-    await server.control.store.add_device("old-kid", None, "provisioned")     # recorded, never in the broker
+    await server.control.store.devices.add_device("old-kid", None, "provisioned")     # recorded, never in the broker
     user, password = devices.creds.mqtt_user("old-kid"), devices.creds.mqtt_password("old-kid")
     assert await _refused(server.broker.port, user, password)
     await devices.start()                       # what the next start does

@@ -47,7 +47,7 @@ async def test_a_shared_token_does_not_open_a_childs_history(tmp_path, opt_in):
             await _turn(server, SHARED, "what is my name")        # anyone with the shared token, as that child
             said = [m.get("content") for m in llm.requests[-1].messages]
             assert ("my name is Lily" in said) is opt_in, said
-            kept = await server.control.store.conversation_setting(CHILD, 3600)
+            kept = await server.control.store.conversations.conversation_setting(CHILD, 3600)
             assert kept["turns"] == (2 if opt_in else 1), kept
             # Nor the child's memory in the prompt, nor a line in the child's transcripts.
             prompt = llm.requests[-1].messages[0]["content"]

@@ -68,7 +68,7 @@ async def test_a_stock_device_is_listed_voice_only_and_removed_with_its_rows(tmp
             assert STOCK not in await listed(api)
             assert (await api.get("/api/devices/%s/limits" % STOCK))[0] == 404
             store = server.control.store
-            assert not await store.device_known(STOCK)
+            assert not await store.family.device_known(STOCK)
     finally:
         await server.stop()
 

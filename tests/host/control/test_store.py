@@ -54,18 +54,18 @@ async def test_live_schedules_capped_under_concurrent_creates(store):
 
 
 async def test_activation_approved_once(store):
-    assert await store.add_activation("123456", "d3", "c3", "ch", 600) == ADDED
-    assert await store.add_activation("123456", "d4", "c4", "ch", 600) == CODE_TAKEN
-    results = await asyncio.gather(*[store.approve_activation("123456") for _ in range(5)])
+    assert await store.devices.add_activation("123456", "d3", "c3", "ch", 600) == ADDED
+    assert await store.devices.add_activation("123456", "d4", "c4", "ch", 600) == CODE_TAKEN
+    results = await asyncio.gather(*[store.devices.approve_activation("123456") for _ in range(5)])
     assert sum(r is not None for r in results) == 1
-    assert (await store.get_device("d3"))["client_id"] == "c3"
+    assert (await store.devices.get_device("d3"))["client_id"] == "c3"
 
 
 async def test_waiting_activations_are_limited_per_source_and_prefix_and_expire(store):
     limits = ActivationLimits(waiting=6, per_source=2, per_prefix=3)
 
     async def add(code, device, source, prefix, ttl_s=600):
-        return await store.add_activation(code, device, "c", "ch", ttl_s, source, prefix, limits)
+        return await store.devices.add_activation(code, device, "c", "ch", ttl_s, source, prefix, limits)
     assert [await add("10000%d" % i, "d%d" % i, "10.0.0.1", "p%d" % i) for i in range(3)] == \
         [ADDED, ADDED, SOURCE_FULL]
     assert [await add("20000%d" % i, "e%d" % i, "10.0.1.%d" % i, "aa:bb:cc") for i in range(4)] == \
@@ -74,11 +74,11 @@ async def test_waiting_activations_are_limited_per_source_and_prefix_and_expire(
     assert await add("300001", "f", "10.0.2.2", "yy") == ADDED
     # Full: the address holding the most codes gives up its oldest one.
     assert await add("300002", "g", "10.0.2.3", "xx") == (ADDED, ("10.0.0.1", 2, "d0"))
-    waiting = await store.waiting_activations()
+    waiting = await store.devices.waiting_activations()
     assert [w["code"] for w in waiting] == ["100001", "200000", "200001", "200002", "300001", "300002"]
     # Every address now holds one code: the pool is truly full, nobody's code is taken.
     assert await add("300003", "h", "10.0.2.4", "ww") == FULL
-    assert await store.clear_activation("100001") and not await store.clear_activation("100001")
+    assert await store.devices.clear_activation("100001") and not await store.devices.clear_activation("100001")
     assert await add("300003", "h", "10.0.2.4", "ww") == ADDED
 
 
@@ -90,20 +90,21 @@ async def test_eleven_addresses_cannot_starve_a_new_board(store):
     for a in range(11):
         for i in range(10):
             n += 1
-            got = await store.add_activation("%06d" % n, "x%d" % n, "c", "ch", 600, "10.9.%d.1" % a, "p%d" % n, limits)
+            got = await store.devices.add_activation("%06d" % n, "x%d" % n, "c", "ch", 600, "10.9.%d.1" % a,
+                                                     "p%d" % n, limits)
             assert got == ADDED or got == FULL or got[0] == ADDED   # FULL: its fair share reached
-    got = await store.add_activation("999999", "board", "c", "ch", 600, "192.168.1.20", "aa:bb:cc", limits)
+    got = await store.devices.add_activation("999999", "board", "c", "ch", 600, "192.168.1.20", "aa:bb:cc", limits)
     assert got[0] == ADDED and got[1][0].startswith("10.9.")
-    assert "999999" in [w["code"] for w in await store.waiting_activations()]
-    assert len(await store.waiting_activations()) == 100
+    assert "999999" in [w["code"] for w in await store.devices.waiting_activations()]
+    assert len(await store.devices.waiting_activations()) == 100
 
 
 async def test_state_reports_and_resend_rounds(store):
     await store.save_state("d5", {"state": "idle"})
     await store.save_state("d5", {"state": "speaking"})
     assert (await store.get_state("d5"))["report"] == {"state": "speaking"}
-    assert await store.claim_resend_round("d5", 30)
-    assert not await store.claim_resend_round("d5", 30)
+    assert await store.deliveries.claim_resend_round("d5", 30)
+    assert not await store.deliveries.claim_resend_round("d5", 30)
 
 
 async def test_due_schedules_claimed_once_by_nodes_sharing_the_store(control_db, store):
@@ -111,31 +112,31 @@ async def test_due_schedules_claimed_once_by_nodes_sharing_the_store(control_db,
     is claimed by exactly one; a dead node's claim is taken over with its req_id."""
     for i in range(300):
         await store.create_schedule(_sched("d%d" % (i % 40), "a%d" % i), None)
-    assert await store.due_count() == 300
+    assert await store.deliveries.due_count() == 300
     nodes = [await Store(control_db()).open() for _ in range(3)]
     try:
         for i, n in enumerate(nodes):
-            await n.register_node("node%d" % i, None, None)
+            await n.fleet.register_node("node%d" % i, None, None)
 
         async def drain(n, i):
             got = []
             while True:
-                batch = await n.claim_due("node%d" % i, 7)
+                batch = await n.deliveries.claim_due("node%d" % i, 7)
                 if not batch:
                     return got
                 for c in batch:
                     got.append(c["alarm_id"])
-                    assert await n.delivered(c["device_id"], c["alarm_id"], c["claim_req_id"])
+                    assert await n.deliveries.delivered(c["device_id"], c["alarm_id"], c["claim_req_id"])
         claimed = await asyncio.gather(*[drain(n, i) for i, n in enumerate(nodes)])
         ids = [a for got in claimed for a in got]
         assert sorted(ids) == sorted("a%d" % i for i in range(300))
-        assert await store.due_count() == 0
+        assert await store.deliveries.due_count() == 0
 
         await store.mark_deleted("d0", "a0")        # due again, claimed by node0, which then dies
-        c = await nodes[0].claim_one("d0", "a0", "node0")
-        assert await nodes[1].claim_one("d0", "a0", "node1") is None    # node0 holds it while it lives
-        await nodes[0].leave("node0")
-        taken = await nodes[1].claim_one("d0", "a0", "node1")
+        c = await nodes[0].deliveries.claim_one("d0", "a0", "node0")
+        assert await nodes[1].deliveries.claim_one("d0", "a0", "node1") is None    # node0 holds it while it lives
+        await nodes[0].fleet.leave("node0")
+        taken = await nodes[1].deliveries.claim_one("d0", "a0", "node1")
         assert taken["claim_req_id"] == c["claim_req_id"] and taken["taken_over"]
     finally:
         for n in nodes:
@@ -185,7 +186,7 @@ async def test_a_file_of_the_release_before_migrations_is_migrated_in_place(tmp_
         assert s["state"] == "active" and s["revision"] == 1 and s["time"] == "07:30"
         await store.add_request("rnew", "kid", "SET_ALARM", {})
         assert [r["req_id"] for r in await store.recent_requests("kid")] == ["rnew", "rold2", "rold1"]
-        assert await store.due_count() == 0
+        assert await store.deliveries.due_count() == 0
     finally:
         await store.close()
     again = await Store(path).open()     # opened again: nothing left to migrate
@@ -209,7 +210,7 @@ async def test_an_ack_and_its_schedules_state_are_stored_together(store):
     """The node that records an ack sets the schedule's state in the same
     transaction: none can die between the two and leave it pending for ever."""
     assert await store.create_schedule(_sched("d1", "a1"), 8) == "ok"
-    [claimed] = await store.claim_due("n1")
+    [claimed] = await store.deliveries.claim_due("n1")
     req_id = claimed["claim_req_id"]
     await store.add_request(req_id, "d1", "SET_ALARM", {"alarm_id": "a1"})
     assert await store.record_ack(req_id, {"ok": True}, ("d1", "a1", "active"))

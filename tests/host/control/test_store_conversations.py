@@ -23,63 +23,63 @@ async def store(control_db):
 
 
 async def test_the_latest_save_of_each_device_is_read_back(store):
-    assert await store.load_conversation("d1", DAY) is None
-    assert await store.save_conversation("d1", _context(("hi", "hello")))
-    assert await store.save_conversation("d1", _context(("hi", "hello"), ("你叫什么", "我叫小智"),
-                                                        app_id="english_learning", task_id="repeater"))
-    await store.save_conversation("d2", _context(("other", "child")))
-    got = await store.load_conversation("d1", DAY)
+    assert await store.conversations.load_conversation("d1", DAY) is None
+    assert await store.conversations.save_conversation("d1", _context(("hi", "hello")))
+    assert await store.conversations.save_conversation("d1", _context(("hi", "hello"), ("你叫什么", "我叫小智"),
+                                                                      app_id="english_learning", task_id="repeater"))
+    await store.conversations.save_conversation("d2", _context(("other", "child")))
+    got = await store.conversations.load_conversation("d1", DAY)
     assert [m["content"] for m in got["turns"]] == ["hi", "hello", "你叫什么", "我叫小智"]
     assert (got["app_id"], got["task_id"], got["app_state"]["source"]) == ("english_learning", "repeater", "voice")
-    assert await store.conversation_setting("d1", DAY) == {"keep": True, "turns": 2}
+    assert await store.conversations.conversation_setting("d1", DAY) == {"keep": True, "turns": 2}
 
 
 async def test_an_opted_out_device_has_nothing_kept(store):
-    await store.save_conversation("d1", _context(("my name is Lily", "hello Lily")))
-    await store.set_conversation_keep("d1", False)
-    assert await store.load_conversation("d1", DAY) is None
-    assert not await store.save_conversation("d1", _context(("secret", "ok")))
-    assert await store.load_conversation("d1", DAY) is None
-    assert await store.conversation_setting("d1", DAY) == {"keep": False, "turns": 0}
+    await store.conversations.save_conversation("d1", _context(("my name is Lily", "hello Lily")))
+    await store.conversations.set_conversation_keep("d1", False)
+    assert await store.conversations.load_conversation("d1", DAY) is None
+    assert not await store.conversations.save_conversation("d1", _context(("secret", "ok")))
+    assert await store.conversations.load_conversation("d1", DAY) is None
+    assert await store.conversations.conversation_setting("d1", DAY) == {"keep": False, "turns": 0}
     # Opted in again: kept from the next save on, nothing of before comes back.
-    await store.set_conversation_keep("d1", True)
-    assert await store.load_conversation("d1", DAY) is None
-    assert await store.save_conversation("d1", _context(("again", "yes")))
-    assert [m["content"] for m in (await store.load_conversation("d1", DAY))["turns"]] == ["again", "yes"]
+    await store.conversations.set_conversation_keep("d1", True)
+    assert await store.conversations.load_conversation("d1", DAY) is None
+    assert await store.conversations.save_conversation("d1", _context(("again", "yes")))
+    assert [m["content"] for m in (await store.conversations.load_conversation("d1", DAY))["turns"]] == ["again", "yes"]
 
 
 async def test_nothing_is_kept_by_default_when_so_configured(store):
-    store.keep_conversations_by_default = False
-    assert not await store.save_conversation("d1", _context(("hi", "hello")))
-    assert await store.conversation_setting("d1", DAY) == {"keep": False, "turns": 0}
-    await store.set_conversation_keep("d1", True)
-    assert await store.save_conversation("d1", _context(("hi", "hello")))
-    assert (await store.conversation_setting("d1", DAY))["turns"] == 1
+    store.conversations.keep_by_default = False
+    assert not await store.conversations.save_conversation("d1", _context(("hi", "hello")))
+    assert await store.conversations.conversation_setting("d1", DAY) == {"keep": False, "turns": 0}
+    await store.conversations.set_conversation_keep("d1", True)
+    assert await store.conversations.save_conversation("d1", _context(("hi", "hello")))
+    assert (await store.conversations.conversation_setting("d1", DAY))["turns"] == 1
 
 
 async def test_old_conversations_are_not_read_and_are_purged(store):
-    await store.save_conversation("old", _context(("yesterday", "yes")))
-    await store.save_conversation("new", _context(("now", "yes")))
+    await store.conversations.save_conversation("old", _context(("yesterday", "yes")))
+    await store.conversations.save_conversation("new", _context(("now", "yes")))
     await store._run(lambda: store._db.execute("UPDATE conversations SET updated_at = updated_at - ? "
                                                "WHERE device_id = 'old'", (2 * DAY,)))
-    assert await store.load_conversation("old", DAY) is None
-    assert await store.conversation_setting("old", DAY) == {"keep": True, "turns": 0}
-    assert await store.purge_conversations(DAY) == 1
+    assert await store.conversations.load_conversation("old", DAY) is None
+    assert await store.conversations.conversation_setting("old", DAY) == {"keep": True, "turns": 0}
+    assert await store.conversations.purge_conversations(DAY) == 1
     rows = await store._run(lambda: store._db.execute(
         "SELECT device_id FROM conversations WHERE turns IS NOT NULL").fetchall())
     assert [r[0] for r in rows] == ["new"]
 
 
 async def test_erase_keeps_the_setting_and_forget_removes_the_device(store):
-    await store.save_conversation("d1", _context(("hi", "hello")))
-    assert await store.erase_conversation("d1")
-    assert not await store.erase_conversation("d1")
-    assert await store.load_conversation("d1", DAY) is None
-    await store.set_conversation_keep("d1", False)
-    await store.forget_conversation("d1")
+    await store.conversations.save_conversation("d1", _context(("hi", "hello")))
+    assert await store.conversations.erase_conversation("d1")
+    assert not await store.conversations.erase_conversation("d1")
+    assert await store.conversations.load_conversation("d1", DAY) is None
+    await store.conversations.set_conversation_keep("d1", False)
+    await store.conversations.forget_conversation("d1")
     rows = await store._run(lambda: store._db.execute("SELECT COUNT(*) FROM conversations").fetchone()[0])
     assert rows == 0
-    assert await store.conversation_setting("d1", DAY) == {"keep": True, "turns": 0}
+    assert await store.conversations.conversation_setting("d1", DAY) == {"keep": True, "turns": 0}
 
 
 async def test_a_lesson_that_ended_leaves_the_turns_but_not_the_task(store):
@@ -88,12 +88,13 @@ async def test_a_lesson_that_ended_leaves_the_turns_but_not_the_task(store):
     # one of another lesson (started after) keeps its task.
     ctx = _context(("hi", "hello"), app_id="english_learning", task_id="repeater")
     ctx["app_state"] = {"params": {"name": "lesson1.mp3"}, "source": "mqtt_immediate"}
-    await store.save_conversation("d1", ctx)
-    assert not await store.end_kept_task("d1", "lesson2.mp3")
-    assert (await store.load_conversation("d1", DAY))["app_id"] == "english_learning"
-    assert await store.end_kept_task("d1", "lesson1.mp3")
-    got = await store.load_conversation("d1", DAY)
+    await store.conversations.save_conversation("d1", ctx)
+    assert not await store.conversations.end_kept_task("d1", "lesson2.mp3")
+    assert (await store.conversations.load_conversation("d1", DAY))["app_id"] == "english_learning"
+    assert await store.conversations.end_kept_task("d1", "lesson1.mp3")
+    got = await store.conversations.load_conversation("d1", DAY)
     assert (got["app_id"], got["task_id"], got["app_state"]) == (None, None, {})
     assert [m["content"] for m in got["turns"]] == ["hi", "hello"]
-    assert not await store.end_kept_task("d1", "lesson1.mp3"), "every node reads the report: once is enough"
-    assert not await store.end_kept_task("nobody", "lesson1.mp3")
+    # every node reads the report: once is enough
+    assert not await store.conversations.end_kept_task("d1", "lesson1.mp3")
+    assert not await store.conversations.end_kept_task("nobody", "lesson1.mp3")

@@ -112,7 +112,7 @@ async def test_schedules_stored_while_the_nodes_had_no_broker_are_sent_once_by_t
         await asyncio.gather(*[n.server.control.link.start() for n in nodes])
 
         async def all_active():
-            if await nodes[0].server.control.store.due_count():
+            if await nodes[0].server.control.store.deliveries.due_count():
                 return False
             for dev in devices:
                 _, listed = await nodes[0].get("/api/devices/%s/schedules" % dev)

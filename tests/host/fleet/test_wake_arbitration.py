@@ -76,7 +76,7 @@ async def nodes():
         cfg = server_config(**CFG)
         store = await Store(target).open()
         stores.append(store)
-        services = Services(cfg, **shared, wake_floor=WakeArbiter(store, WINDOW_S, clock=clock, sleep=clock.sleep))
+        services = Services(cfg, **shared, wake_floor=WakeArbiter(store.wake, WINDOW_S, clock=clock, sleep=clock.sleep))
         server = XiaozhiServer(cfg, services=services, with_broker=False, with_mcp=False)
         await server.start()
         started.append(server)
@@ -118,7 +118,7 @@ async def assert_went_idle_silently(dev):
 
 async def household(target, *devices):
     store = await Store(target).open()
-    await store.set_household("home", list(devices))
+    await store.wake.set_household("home", list(devices))
     await store.close()
 
 
@@ -190,15 +190,15 @@ def test_the_round_rule():
 
 async def test_a_claim_after_the_window_opens_a_round_of_its_own(tmp_path):
     store = await Store(str(tmp_path / "control.db")).open()
-    await store.set_household("home", [NEAR, FAR])
-    first = await store.claim_wake("home", NEAR, -20.0, None, 100.0, WINDOW_S)
-    joined = await store.claim_wake("home", FAR, -30.0, None, 100.3, WINDOW_S)
-    later = await store.claim_wake("home", FAR, -30.0, None, 100.5, WINDOW_S)
+    await store.wake.set_household("home", [NEAR, FAR])
+    first = await store.wake.claim_wake("home", NEAR, -20.0, None, 100.0, WINDOW_S)
+    joined = await store.wake.claim_wake("home", FAR, -30.0, None, 100.3, WINDOW_S)
+    later = await store.wake.claim_wake("home", FAR, -30.0, None, 100.5, WINDOW_S)
     assert first["round_at"] == joined["round_at"] == 100.0
     assert [c["device_id"] for c in joined["claims"]] == [NEAR, FAR]
     assert later["round_at"] == 100.5 and [c["device_id"] for c in later["claims"]] == [FAR]
-    await store.set_household("home", [FAR])
-    assert await store.household_of(NEAR) is None and await store.household_of(FAR) == ("home", 1)
+    await store.wake.set_household("home", [FAR])
+    assert await store.wake.household_of(NEAR) is None and await store.wake.household_of(FAR) == ("home", 1)
     await store.close()
 
 
@@ -242,13 +242,13 @@ def test_levels_and_scores_are_finite_and_in_range():
 
 async def test_a_device_that_spams_wake_words_stops_winning(tmp_path):
     store = await Store(str(tmp_path / "control.db")).open()
-    await store.set_household("home", [NEAR, FAR])
+    await store.wake.set_household("home", [NEAR, FAR])
     now = [1000.0]
 
     async def sleep(s):
         now[0] += s
 
-    arbiter = WakeArbiter(store, WINDOW_S, clock=lambda: now[0], sleep=sleep)
+    arbiter = WakeArbiter(store.wake, WINDOW_S, clock=lambda: now[0], sleep=sleep)
     spam = [await arbiter.claim(FAR, -20.0, 0.9) for _ in range(3)]
     assert spam == [True, True, True]              # alone in each round, within its budget
     now[0] += 1.0
