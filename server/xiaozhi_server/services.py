@@ -113,6 +113,8 @@ class Services:
         """The LLM as the start-up banner names it."""
         if not self.llm_configured:
             return "none configured (chat says so)"
+        if getattr(self.llm, "banner", None):
+            return self.llm.banner
         return "configured (%s)" % getattr(self.llm, "model", "openai")
 
     def set_server_tools(self, tools: Iterable[Tool]) -> None:

@@ -44,10 +44,21 @@ class NoLlm:
         yield Done("stop")
 
 
+def local_model_ready() -> bool:
+    """Set-up (`make run`) prepared the offline model and saw it run here
+    (llm/local_model.py). XIAOZHI_LOCAL_LLM=off keeps it from being the
+    default (the test suite sets it: its tests script their model)."""
+    if os.environ.get("XIAOZHI_LOCAL_LLM", "").lower() in ("0", "off", "no", "false"):
+        return False
+    from .local_model import installed
+    return installed()
+
+
 def choose_llm(config: dict | None = None, lines: dict | None = None) -> LlmProvider:
     """The configured LLM provider: `config["type"]` if given, else openai when
-    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `none`
-    (which says `lines`, the no-model line per language)."""
+    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `local` when
+    set-up prepared the offline model, else `none` (which says `lines`, the
+    no-model line per language)."""
     config = dict(config or {})
     if config.get("type") == "none" and lines is not None:
         config.setdefault("lines", lines)
@@ -56,6 +67,8 @@ def choose_llm(config: dict | None = None, lines: dict | None = None) -> LlmProv
     if config.get("base_url") or config.get("model") or any(
             os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY")):
         config["type"] = "openai"
+    elif local_model_ready():
+        config["type"] = "local"
     else:
         config["type"] = "none"
         if lines is not None:
