@@ -9,7 +9,7 @@ inside, pointed at the host).
 
 A 1.5B model does not call tools reliably in its own format, so a turn
 with tools first asks a *decision* under a JSON schema (a grammar at
-sampling time): `{"do": "answer"}`, or `{"do": "call", "tool": NAME,
+sampling time): `{"tool": "none"}` (answer in words), or `{"tool": NAME,
 "args": {...}}` where each tool's arguments follow its own input schema.
 A call is yielded as a ToolCall, as an OpenAI model's would be; the
 dialogue runs it and asks again with the result, and then the model
@@ -49,10 +49,10 @@ log = logging.getLogger(__name__)
 # Said when every slot is busy, so the child hears the companion while the turn waits its place.
 BUSY_LINE = {"en": "Let me think.", "zh": "让我想一想。"}
 
-DECIDE = ("Decide now. If the child asks for something one of the tools does (a device setting, "
-          "changing what you are doing, something to remember about them), reply with the call as JSON: "
-          '{"do": "call", "tool": name, "args": {...}}. Otherwise reply {"do": "answer"}. '
-          "Never call a tool to answer a question from your own knowledge.")
+DECIDE = ("Which tool does the child's last message ask for? If it asks to change a device setting, "
+          "to change what you are doing (chat, a lesson, translation) or tells something to remember, "
+          'reply with the call as JSON: {"tool": name, "args": {...}}. If no tool is needed, '
+          'reply {"tool": "none"}: a question about the world (what, why, how many) or a chat needs no tool.')
 
 _ids = itertools.count(1)
 
@@ -79,21 +79,26 @@ def tool_list(tools: list[dict]) -> str:
         args = ", ".join("%s%s" % (k, (" (%s)" % _short(v.get("description", ""), 60)) if v.get("description") else "")
                          for k, v in props.items())
         lines.append("- %s(%s): %s" % (f.get("name"), args, _short(f.get("description", ""))))
+    # Examples of questions and chat that need no tool: a small model otherwise reaches for one.
+    lines.append('No tool for questions or chat: "How many legs does a cat have?", "Why is the sky blue?", '
+                 '"Tell me a story", "你好", "太阳为什么是热的？" -> {"tool": "none"}.')
     return "\n".join(lines)
 
 
 def decision_schema(tools: list[dict]) -> dict:
-    """A JSON schema with one branch per tool, its arguments under the tool's own schema."""
-    branches: list[dict[str, Any]] = [{"type": "object", "properties": {"do": {"const": "answer"}},
-                                       "required": ["do"], "additionalProperties": False}]
+    """A JSON schema with one branch per tool, its arguments under the tool's
+    own schema, and `{"tool": "none"}` to answer in words. The tool's name
+    comes first: the model picks what to do before how."""
+    branches: list[dict[str, Any]] = []
     for t in tools:
         f = t.get("function") or {}
         params = dict(f.get("parameters") or {"type": "object", "properties": {}})
         params.setdefault("type", "object")
         params.setdefault("properties", {})
-        branches.append({"type": "object", "properties": {
-            "do": {"const": "call"}, "tool": {"const": f.get("name")}, "args": params},
-            "required": ["do", "tool", "args"], "additionalProperties": False})
+        branches.append({"type": "object", "properties": {"tool": {"const": f.get("name")}, "args": params},
+                         "required": ["tool", "args"], "additionalProperties": False})
+    branches.append({"type": "object", "properties": {"tool": {"const": "none"}},
+                     "required": ["tool"], "additionalProperties": False})
     # Compact JSON: every space the model writes is a token it decodes (llguidance's own key).
     return {"anyOf": branches, "x-guidance": {"whitespace_flexible": False}}
 
@@ -243,7 +248,7 @@ class LocalLlm:
                         yield LlmError("connection", "the local model host: %s" % e)
                         return
                     await self._host(restart=True)     # its starter is gone: this process starts one
-            if decision and decision.get("do") == "call" and decision.get("tool"):
+            if decision and decision.get("tool") not in (None, "none"):
                 yield ToolCall("local-%d" % next(_ids), decision["tool"],
                                json.dumps(decision.get("args") or {}, ensure_ascii=False))
                 yield Done("tool_calls")
