@@ -54,6 +54,9 @@ DECIDE = ("Which tool does the child's last message ask for? If it asks to chang
           'reply with the call as JSON: {"tool": name, "args": {...}}. If no tool is needed, '
           'reply {"tool": "none"}: a question about the world (what, why, how many) or a chat needs no tool.')
 
+# After the tool list (in the cached prefix), the answer step says it wants words, not a call.
+ANSWER = "Now answer the child in words: one or two short spoken sentences in the child's language, no JSON."
+
 _ids = itertools.count(1)
 
 
@@ -80,8 +83,8 @@ def tool_list(tools: list[dict]) -> str:
                          for k, v in props.items())
         lines.append("- %s(%s): %s" % (f.get("name"), args, _short(f.get("description", ""))))
     # Examples of questions and chat that need no tool: a small model otherwise reaches for one.
-    lines.append('No tool for questions or chat: "How many legs does a cat have?", "Why is the sky blue?", '
-                 '"Tell me a story", "你好", "太阳为什么是热的？" -> {"tool": "none"}.')
+    lines.append("Call a tool only when the child asks for what it does; questions (how many legs does a cat "
+                 "have? why is the sky blue? 太阳为什么是热的？) and chat need none.")
     return "\n".join(lines)
 
 
@@ -236,9 +239,10 @@ class LocalLlm:
         if await self._busy():
             yield TextDelta(BUSY_LINE.get(lang, BUSY_LINE["en"]) + " ")
         after_tool = bool(messages) and messages[-1].get("role") == "tool"
-        offered = tools if (tools and not after_tool) else None
-        prompt = self._prompt(messages, offered)
-        if offered:
+        # The tool list stays in the prompt after a call too: the cached prefix is the same.
+        prompt = self._prompt(messages, tools)
+        if tools and not after_tool:
+            offered = tools
             for attempt in (0, 1):
                 try:
                     decision = await self._decide(prompt, offered)
@@ -253,6 +257,8 @@ class LocalLlm:
                                json.dumps(decision.get("args") or {}, ensure_ascii=False))
                 yield Done("tool_calls")
                 return
+        if tools:
+            prompt = prompt + [{"role": "system", "content": ANSWER}]
         assert self._inner is not None
         async for ev in self._inner.stream_chat(prompt, None):
             if ev.kind == "error" and ev.reason == "connection":
