@@ -104,8 +104,12 @@ def serve(model: str, slots: int, threads: int, context: int, owner: int, warm_p
     params.n_parallel = slots
     # The context is shared by the slots; each gets context / slots tokens.
     params.n_ctx = context * slots
-    params.cpuparams.n_threads = threads
+    # Reading the prompt takes every core; writing leaves one to the voices:
+    # the first sentence is spoken while the model writes the next, and
+    # llama.cpp's threads spin, so a thread per core starves the TTS (and is
+    # starved itself: on a loaded 2-core machine a token took 2.6 s).
     params.cpuparams_batch.n_threads = threads
+    params.cpuparams.n_threads = max(1, threads - 1)
     params.hostnames = ["127.0.0.1"]
     params.port = 0                 # any free port: the state file tells it
     params.endpoint_slots = True    # local.py reads how many slots are busy

@@ -23,7 +23,7 @@ tool list (the same for a device), the history, then this turn's facts
 
 Config keys: `model` (a name in local_model.MODELS, or a path to a GGUF
 file), `slots` (turns the host decodes at once; default: one per core, at
-most 4), `threads` (default: the cores), `context` (tokens per slot,
+most 4), `threads` (reading the prompt; writing uses one fewer; default: the cores), `context` (tokens per slot,
 default 2048), `max_tokens` (per answer, default 100), `temperature`
 (default 0.3), `first_token_timeout`, `chunk_timeout`.
 """
