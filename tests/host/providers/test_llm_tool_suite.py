@@ -52,7 +52,7 @@ class Board:
         return table
 
 
-@pytest.fixture(params=["openai", pytest.param("local", marks=pytest.mark.slow)])
+@pytest.fixture(params=["openai", pytest.param("local", marks=[pytest.mark.slow, pytest.mark.cpu])])
 def model(request):
     """(provider, script): script(kind) prepares the scripted model's answer; the real one needs none."""
     if request.param == "openai":
