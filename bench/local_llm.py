@@ -59,8 +59,13 @@ async def run_local_llm(children=MAX_CHILDREN):
         one, texts = await _ask(srv.url, "bench:llm-1", utts)
         heard = [x for x in one if x is not None]
         note = "%d of %d questions answered; %s" % (len(heard), len(one), " | ".join(texts[-4:])[:200])
+        marks = [m for m in srv.services.turn_marks() if m.get("first_text") and m.get("heard") and m.get("ended")]
         figures += [Figure("one child: first audio p50", percentile(heard, 50), "s", note=note),
-                    Figure("one child: first audio p90", percentile(heard, 90), "s")]
+                    Figure("one child: first audio p90", percentile(heard, 90), "s"),
+                    Figure("  ASR: turn decided -> words p50", percentile([m["heard"] - m["ended"] for m in marks], 50),
+                           "s", note="Whisper base"),
+                    Figure("  LLM: words -> first text p50", percentile([m["first_text"] - m["heard"] for m in marks], 50),
+                           "s", note="the tool decision, then the answer's first tokens")]
         knee = 0
         for n in range(1, children + 1):
             results = await asyncio.gather(*(_ask(srv.url, "bench:llm-%d-%d" % (n, i), [utts[i % len(utts)]])
