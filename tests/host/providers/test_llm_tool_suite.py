@@ -6,7 +6,9 @@ answer and no tool call; a tool outside the app's policy is never run.
 The OpenAI provider always runs it, against the scripted model over real
 HTTP. The local provider runs it with the real small model only when the
 smoke model is installed and XIAOZHI_LLM_SMOKE=1 (docs/testing.md): its
-1 GB does not belong in every `make test`.
+1 GB does not belong in every `make test`. What the 0.5B says is not
+checked (it gets facts wrong: the child's model is the 1.5B); what it does
+with the tools is.
 """
 import os
 
@@ -98,8 +100,6 @@ async def test_a_question_is_answered_without_a_tool(model):
     said = await spoken(dialogue, "How many legs does a spider have?")
     assert board.calls == []
     assert said.strip()
-    if fake is None:
-        assert "8" in said or "eight" in said.lower()
 
 
 async def test_a_tool_outside_the_apps_policy_is_never_run(model):
