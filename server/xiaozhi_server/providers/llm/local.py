@@ -125,7 +125,9 @@ def plain_history(messages: list[dict]) -> list[dict]:
 
 
 def _now_line() -> str:
-    return datetime.datetime.now().strftime("It is now %A %Y-%m-%d %H:%M.")
+    # Worded as context: "It is now ..." alone was read out as the answer after a tool call.
+    return datetime.datetime.now().strftime("(Context, say it only if the child asks: the local time is %H:%M "
+                                            "on %A, %Y-%m-%d.)")
 
 
 @register("llm", "local")
@@ -200,7 +202,7 @@ class LocalLlm:
         except Exception:
             return False
 
-    def _prompt(self, messages: list[dict], tools: list[dict] | None) -> list[dict]:
+    def _prompt(self, messages: list[dict], tools: list[dict] | None, facts: bool = True) -> list[dict]:
         system = [m for m in messages if m.get("role") == "system"]
         rest = plain_history([m for m in messages if m.get("role") != "system"])
         out = list(system)
@@ -209,7 +211,7 @@ class LocalLlm:
         # This turn's facts go just before the child's words, after everything cached
         # (a system line: inside the child's message a small model read it out).
         last_user = max((i for i, m in enumerate(rest) if m["role"] == "user"), default=None)
-        if last_user is not None:
+        if last_user is not None and facts:
             rest.insert(last_user, {"role": "system", "content": _now_line()})
         return out + rest
 
@@ -241,7 +243,8 @@ class LocalLlm:
             yield TextDelta(BUSY_LINE.get(lang, BUSY_LINE["en"]) + " ")
         after_tool = bool(messages) and messages[-1].get("role") == "tool"
         # The tool list stays in the prompt after a call too: the cached prefix is the same.
-        prompt = self._prompt(messages, tools)
+        # After a tool result the model tells what the tool did: no facts to wander off to.
+        prompt = self._prompt(messages, tools, facts=not after_tool)
         if tools and not after_tool:
             offered = tools
             for attempt in (0, 1):
