@@ -118,7 +118,10 @@ def plain_history(messages: list[dict]) -> list[dict]:
             text = (m.get("content") or "").strip()
             out.append({"role": "assistant", "content": (text + " " if text else "") + "[I called " + calls + "]"})
         elif m.get("role") == "tool":
-            out.append({"role": "user", "content": "[tool result] " + str(m.get("content") or "")})
+            # As a note from the system: as the child's words ("[tool result] true") the 1.5B
+            # answered "I don't know how to answer that".
+            out.append({"role": "system", "content": "The tool ran and returned: %s. Tell the child in one short "
+                        "sentence what you did." % str(m.get("content") or "")[:400]})
         else:
             out.append({"role": m["role"], "content": m.get("content") or ""})
     return out
@@ -213,6 +216,12 @@ class LocalLlm:
         last_user = max((i for i, m in enumerate(rest) if m["role"] == "user"), default=None)
         if last_user is not None and facts:
             rest.insert(last_user, {"role": "system", "content": _now_line()})
+        if last_user is not None:
+            # The agent prompt's "the language the child used" is not enough for a 1.5B after an
+            # English tool list: it answered 恐龙吃什么？ in English. Said once more, last.
+            words = next(m["content"] for m in reversed(rest) if m["role"] == "user")
+            lang = "Chinese (简体中文)" if language_of(words) == "zh" else "English"
+            rest.append({"role": "system", "content": "Answer in %s." % lang})
         return out + rest
 
     async def _decide(self, prompt: list[dict], tools: list[dict]) -> dict | None:
