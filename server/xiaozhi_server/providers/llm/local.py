@@ -216,12 +216,6 @@ class LocalLlm:
         last_user = max((i for i, m in enumerate(rest) if m["role"] == "user"), default=None)
         if last_user is not None and facts:
             rest.insert(last_user, {"role": "system", "content": _now_line()})
-        if last_user is not None:
-            # The agent prompt's "the language the child used" is not enough for a 1.5B after an
-            # English tool list: it answered 恐龙吃什么？ in English. Said once more, last.
-            words = next(m["content"] for m in reversed(rest) if m["role"] == "user")
-            lang = "Chinese (简体中文)" if language_of(words) == "zh" else "English"
-            rest.append({"role": "system", "content": "Answer in %s." % lang})
         return out + rest
 
     async def _decide(self, prompt: list[dict], tools: list[dict]) -> dict | None:
@@ -270,8 +264,11 @@ class LocalLlm:
                                json.dumps(decision.get("args") or {}, ensure_ascii=False))
                 yield Done("tool_calls")
                 return
-        if tools:
-            prompt = prompt + [{"role": "system", "content": ANSWER}]
+        # The agent prompt's "the language the child used" is not enough for a 1.5B after an English
+        # tool list: it answered 恐龙吃什么？ in English. Said once more, last, in the answer step only
+        # (before the decision it turned "turn the volume up" into no call).
+        said_in = "Answer in %s." % ("Chinese (简体中文)" if lang == "zh" else "English")
+        prompt = prompt + [{"role": "system", "content": (ANSWER + " " + said_in) if tools else said_in}]
         assert self._inner is not None
         async for ev in self._inner.stream_chat(prompt, None):
             if ev.kind == "error" and ev.reason == "connection":
