@@ -47,7 +47,7 @@ class Board:
             self.calls.append(("switch_app", args))
             return ToolOutcome("switched to %s" % args.get("app"))
 
-        table.add(Tool("self.audio_speaker.set_volume", "Set the speaker's volume, 0 to 100 (now 50).",
+        table.add(Tool("self.audio_speaker.set_volume", "Set the speaker's volume, 0 to 100.",
                        VOLUME, "device", set_volume))
         table.add(Tool("switch_app", "Change what you are doing: chat, or english_learning (English lessons).",
                        APPS, "builtin", switch_app))
