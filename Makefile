@@ -17,7 +17,10 @@ TEST_DIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgro
 setup:
 	@tools/setup.sh
 
+# `make run` also brings the offline chat model (1.1 GB, once; tools/setup.sh llm):
+# the default LLM when no OpenAI-compatible endpoint is configured. `make test` does not.
 run: setup
+	@tools/setup.sh llm
 	$(PY) -m xiaozhi_server run $(ARGS)
 
 sim: setup

@@ -10,6 +10,7 @@ fleet: three nodes on network namespaces (root): failover, schedules once, nodes
 wake: what the nearest-device arbitration adds to a wake word (SQLite, PostgreSQL);
 safety: the safety filter on its adversarial corpus (caught, harmless blocked).
 asr_zh: a Chinese child's words (and English beside them) per local ASR configuration.
+local_llm: the offline chat model (make run prepares it): first audio, children carried at once.
 Each prints a table of figures with their targets beside them. A missed
 target is printed as MISSED, never raised: only a section that could not
 run at all makes the exit status non-zero.
@@ -26,7 +27,7 @@ from . import report
 SECTIONS = ("latency", "local", "cloud", "turns", "concurrency", "cmodule", "control", "edge", "voice",
             "remote_asr")
 # never part of "all": compare needs a URL, workers doubles a long run, fleet needs root
-ON_REQUEST = ("compare", "workers", "fleet", "wake", "safety", "asr_zh")
+ON_REQUEST = ("compare", "workers", "fleet", "wake", "safety", "asr_zh", "local_llm")
 TITLES = {
     "latency": "1. pipeline overhead, instant providers",
     "local": "2. default local providers, per stage",
@@ -43,6 +44,7 @@ TITLES = {
     "wake": "nearest device answers: what arbitration adds to a wake word",
     "safety": "the safety filter on its own adversarial corpus (bench/safety_corpus.json)",
     "asr_zh": "hearing a Chinese child: CER, real-time factor and decode time per ASR configuration",
+    "local_llm": "the offline chat model: one child's first audio, children carried at once (2.5 s)",
 }
 DEFAULT_SESSIONS = (1, 10, 50, 100, 200)
 COMPARE_SESSIONS = (1, 10, 50)
@@ -72,6 +74,7 @@ def sizes(args):
         "wake": {"wakes": 5 if q else 30},
         "safety": {},
         "asr_zh": {"quick": q},
+        "local_llm": {"children": 2 if q else 6},
     }
 
 
@@ -129,6 +132,9 @@ def run_section(name, size):
     if name == "remote_asr":
         from .remote_asr import run_remote_asr
         return asyncio.run(run_remote_asr(**size))
+    if name == "local_llm":
+        from .local_llm import run_local_llm
+        return asyncio.run(run_local_llm(**size))
     if name == "asr_zh":
         from .asr_zh import run_asr_zh
         return asyncio.run(run_asr_zh(**size))

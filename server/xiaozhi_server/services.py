@@ -77,7 +77,8 @@ class Services:
         self.config = config
         self.lines = Lines.load((config.get("lines") or {}).get("file"))
         self.llm = llm if llm is not None else choose_llm(dict(config.get("llm") or {}),
-                                                             lines=self.lines.table["no_llm"])
+                                                             lines=self.lines.table["no_llm"],
+                                                             prompt=(config.get("prompts") or {}).get("agent"))
         self.asr = asr if asr is not None else create("asr", config["asr"])
         self.tts = tts if tts is not None else create("tts", config["tts"])
         self.vad = vad if vad is not None else create("vad", config["vad"])
@@ -113,6 +114,9 @@ class Services:
         """The LLM as the start-up banner names it."""
         if not self.llm_configured:
             return "none configured (chat says so)"
+        banner = getattr(self.llm, "banner", None)   # a provider that says more of itself (llm/local.py)
+        if banner:
+            return banner
         return "configured (%s)" % getattr(self.llm, "model", "openai")
 
     def set_server_tools(self, tools: Iterable[Tool]) -> None:

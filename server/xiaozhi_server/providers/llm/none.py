@@ -44,20 +44,33 @@ class NoLlm:
         yield Done("stop")
 
 
-def choose_llm(config: dict | None = None, lines: dict | None = None) -> LlmProvider:
+def local_model_ready() -> bool:
+    """Set-up (`make run`) prepared the offline model and saw it run here
+    (llm/local_model.py). XIAOZHI_LOCAL_LLM=off keeps it from being the
+    default (the test suite sets it: its tests script their model)."""
+    if os.environ.get("XIAOZHI_LOCAL_LLM", "").lower() in ("0", "off", "no", "false"):
+        return False
+    from .local_model import installed
+    return installed()
+
+
+def choose_llm(config: dict | None = None, lines: dict | None = None, prompt: str | None = None) -> LlmProvider:
     """The configured LLM provider: `config["type"]` if given, else openai when
-    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `none`
-    (which says `lines`, the no-model line per language)."""
+    OPENAI_BASE_URL, OPENAI_MODEL or OPENAI_API_KEY is set, else `local` when
+    set-up prepared the offline model, else `none` (which says `lines`, the
+    no-model line per language). `prompt`: the agent prompt, which the local
+    model reads ahead of the first child."""
     config = dict(config or {})
-    if config.get("type") == "none" and lines is not None:
+    if not config.get("type"):
+        if config.get("base_url") or config.get("model") or any(
+                os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY")):
+            config["type"] = "openai"
+        elif local_model_ready():
+            config["type"] = "local"
+        else:
+            config["type"] = "none"
+    if config["type"] == "none" and lines is not None:
         config.setdefault("lines", lines)
-    if config.get("type"):
-        return create("llm", config)
-    if config.get("base_url") or config.get("model") or any(
-            os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY")):
-        config["type"] = "openai"
-    else:
-        config["type"] = "none"
-        if lines is not None:
-            config.setdefault("lines", lines)
+    if config["type"] == "local" and prompt:
+        config.setdefault("system_prompt", prompt)
     return create("llm", config)

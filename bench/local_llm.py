@@ -1,0 +1,84 @@
+"""The offline chat model (issue 35): one child's first audio, and how many
+children at once it carries, everything local.
+
+Silero VAD, Whisper base, the local model (llm `local`, the 1.5B that
+`make run` prepares, in its one host process) and the default local voices;
+a device speaks each question in real time (Piper's voice, English: the
+bench has no offline Chinese child voice to speak with). First audio =
+end of the child's speech -> first reply frame at the device.
+
+Then N children ask at the same moment, N = 1, 2, 3, ...: the largest N
+whose slowest child still hears a first frame within 2.5 s is the knee.
+Beyond the host's slots a child first hears the short "let me think" line,
+which counts as first audio here as it does for the child.
+"""
+import asyncio
+
+from xiaozhi_server.providers.llm import local_model
+
+from .device import Utterance, open_device, take_turn
+from .latency import SETTLE_S
+from .report import Figure, percentile
+from .rig import BenchServer, bench_config
+from .speech import say
+
+QUESTIONS = ("How many legs does a spider have?", "Why is the sky blue?", "What do cows eat?",
+             "What color is a banana?", "Can fish breathe under water?", "What is two plus three?")
+CONCURRENT_TARGET_S = 2.5
+MAX_CHILDREN = 6
+
+
+def _config():
+    cfg = bench_config("http://127.0.0.1:9/v1")
+    cfg["llm"] = {"type": "local"}
+    return cfg
+
+
+async def _ask(url, device_id, utts):
+    """One device asks each question once: (first audio - end of speech) per answer heard."""
+    dev = await open_device(url, device_id)
+    try:
+        out = []
+        for utt in utts:
+            t = await take_turn(dev, utt, reply_timeout=60.0)
+            out.append(None if t.first_audio is None else t.first_audio - t.speech_end)
+        await asyncio.sleep(SETTLE_S)
+        return out, [m["text"] for _t, m in dev.json if m.get("type") in ("stt", "tts") and m.get("text")]
+    finally:
+        await dev.close()
+
+
+async def run_local_llm(children=MAX_CHILDREN):
+    if not local_model.installed():
+        raise RuntimeError("the local model is not prepared: run `make run` once (tools/setup.sh llm)")
+    utts = [Utterance(say(q)) for q in QUESTIONS]
+    figures = []
+    async with BenchServer(_config()) as srv:
+        slots = srv.services.llm.slots
+        await srv.services.asr.transcribe(say(QUESTIONS[0]), language="en")   # Whisper loads and runs once
+        one, texts = await _ask(srv.url, "bench:llm-1", utts)
+        heard = [x for x in one if x is not None]
+        note = "%d of %d questions answered; %s" % (len(heard), len(one), " | ".join(texts[-4:])[:200])
+        marks = [m for m in srv.services.turn_marks() if m.get("first_text") and m.get("heard") and m.get("ended")]
+        figures += [Figure("one child: first audio p50", percentile(heard, 50), "s", note=note),
+                    Figure("one child: first audio p90", percentile(heard, 90), "s"),
+                    Figure("  ASR: turn decided -> words p50", percentile([m["heard"] - m["ended"] for m in marks], 50),
+                           "s", note="Whisper base"),
+                    Figure("  LLM: words -> first text p50", percentile([m["first_text"] - m["heard"] for m in marks], 50),
+                           "s", note="the tool decision, then the answer's first tokens")]
+        knee = 0
+        for n in range(1, children + 1):
+            results = await asyncio.gather(*(_ask(srv.url, "bench:llm-%d-%d" % (n, i), [utts[i % len(utts)]])
+                                             for i in range(n)))
+            firsts = [r[0][0] for r in results]
+            worst = max(firsts) if all(f is not None for f in firsts) else None
+            figures.append(Figure("%d children at once: slowest first audio" % n, worst, "s",
+                                  limit=CONCURRENT_TARGET_S, better="le",
+                                  note="p50 %.2f s" % percentile([f for f in firsts if f is not None], 50)
+                                  if any(f is not None for f in firsts) else "no answer"))
+            if worst is None or worst > CONCURRENT_TARGET_S:
+                break
+            knee = n
+        figures.append(Figure("children served at once within %.1f s first audio" % CONCURRENT_TARGET_S, knee,
+                              "", note="the host decodes %d turns at once (slots)" % slots))
+    return figures
