@@ -20,8 +20,9 @@
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
-# task to the server (app/start_task); its answer goes back to the caller
-# through the channel's call(), never through this module.
+# task to the server (app/start_task) through the conversation (its
+# `session`); the answer goes back to the caller through the channel's
+# call(), never through this module.
 import asyncio
 import binascii
 import gc
@@ -96,10 +97,9 @@ class Device:
         self.mcp = mcp_server.McpServer(tools.device_tools(board, self.player, self.power),
                                         cfg.get("tools_page_bytes", proto.TOOLS_PAGE_BYTES))
         self.identity = Identity(board.wifi.mac_str(), client_id(board))
-        self._busy = asyncio.Lock()  # one user action (connect, listen) at a time
         self.conversation = talk = Conversation(board, self.state, self.player, self.bus,
                                                 cfg.get("listen_mode", proto.LISTEN_MODE_AUTO),
-                                                self._busy, self._ensure_channel)
+                                                self._ensure_channel)
         # Downstream audio goes straight to the conversation: no hop per frame.
         self.channel = talk.channel = Channel(board.clock, self.identity, self._on_json,
                                               talk.on_audio, self._on_closed)
@@ -114,9 +114,8 @@ class Device:
         self._stay_idle = False      # another device answered: no retry
         self._end = asyncio.Event()
         self._button = Flag()
-        self.tools_listed = asyncio.Event()  # the server has read our last tools/list page
         from app.entry.entry import Entry
-        self.entry = Entry(board, cfg, self.bus, self.player, self.state, self.power.request, self)
+        self.entry = Entry(board, cfg, self.bus, self.player, self.state, self.power.request, talk)
 
     # ---- events out ----
 
@@ -245,27 +244,6 @@ class Device:
             return  # a parents' or scheduled task runs: the wake does not reset it
         await self.conversation.on_wake(word)
 
-    # ---- what the entry side asks for (app/entry: boot task, hand-off) ----
-
-    async def connect(self):
-        """Open the channel unless it is open; False when the server cannot be reached."""
-        async with self._busy:
-            return await self._ensure_channel()
-
-    def listen(self, connect=False):
-        """Listen unless a turn is under way (app/voice/conversation.py)."""
-        return self.conversation.listen(connect)
-
-    def call(self, method, params, timeout_ms):
-        """A JSON-RPC request to the server over the channel (its answer, or
-        None when the connection ended)."""
-        return self.channel.call(method, params, timeout_ms)
-
-    def stop_all(self, reason):
-        """The one generic stop (app/voice/conversation.py): True when a
-        conversation was under way."""
-        return self.conversation.stop_all(reason)
-
     # ---- inside the device ----
 
     async def _ensure_channel(self):
@@ -330,11 +308,10 @@ class Device:
             await self.channel.send(proto.mcp(reply, self.channel.session_id))
             if payload.get("method") == "tools/list" and "result" in reply and \
                     "nextCursor" not in reply["result"]:
-                self.tools_listed.set()
+                self.conversation.tools_listed.set()
 
     def _on_closed(self, reason):
         self.conversation.channel_closed()
-        self.tools_listed.clear()
         self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
         stay_idle, self._stay_idle = self._stay_idle, False
@@ -346,7 +323,7 @@ class Device:
             for _ in range(self.retry_attempts):
                 await self.board.clock.sleep_ms(self.backoff.next_ms())
                 try:
-                    async with self._busy:
+                    async with self.conversation.busy:
                         if self.channel.is_open() or await self._ensure_channel():
                             return
                 except Exception as e:

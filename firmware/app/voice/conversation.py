@@ -2,10 +2,14 @@
 # device (app/device.py) owns the channel's life (open, retry, close) and
 # hands this side its channel and the way to open it.
 #
-#   talk = Conversation(board, state, player, bus, listen_mode, busy, open_channel)
+#   talk = Conversation(board, state, player, bus, listen_mode, open_channel)
 #   talk.channel = channel     # the channel whose downstream audio is on_audio
 #   await talk.on_wake(word)   # what the wake word and the button start
 #   talk.on_message(msg)       # tts, stt, llm from the server
+#
+# It is also the entry room's `session` (app/entry: the boot task, the
+# hand-off): connect(), listen(connect=False), stop_all(reason),
+# tools_listed, call().
 #
 # Reactions (those of stock xiaozhi devices: docs/firmware.md, States):
 # - wake word / button: stop the SD player (cancels passes and power-off);
@@ -40,14 +44,15 @@ _log = log.get("device")
 
 
 class Conversation:
-    def __init__(self, board, state, player, bus, listen_mode, busy, open_channel):
+    def __init__(self, board, state, player, bus, listen_mode, open_channel):
         self.board = board
         self.state = state
         self.player = player
         self.bus = bus
         self.listen_mode = listen_mode
-        self.busy = busy               # the device's lock: one user action (connect, listen) at a time
+        self.busy = asyncio.Lock()     # one user action (connect, listen) at a time; the device's retry too
         self._open = open_channel      # the device's: True once the channel is open
+        self.tools_listed = asyncio.Event()  # the server has read our last tools/list page (set by the device)
         self.channel = None            # set by the device right after it makes the channel
         self._up = bytearray(_HDR_MAX + _MAX_UP_FRAME)  # one upstream frame, reused
         self._up_mv = memoryview(self._up)
@@ -96,7 +101,12 @@ class Conversation:
             elif await self._open():
                 await self._start_listening()
 
-    # ---- what the entry side asks for, through the device ----
+    # ---- what the entry side asks for (app/entry: boot task, hand-off) ----
+
+    async def connect(self):
+        """Open the channel unless it is open; False when the server cannot be reached."""
+        async with self.busy:
+            return await self._open()
 
     async def listen(self, connect=False):
         """Listen unless a turn is under way (listening, speaking); with
@@ -118,6 +128,11 @@ class Conversation:
         if self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
             self.state.go(proto.STATE_IDLE)
         return talking
+
+    def call(self, method, params, timeout_ms):
+        """A JSON-RPC request to the server over the channel (its answer, or
+        None when the connection ended)."""
+        return self.channel.call(method, params, timeout_ms)
 
     async def _abort(self, reason):
         self._cancel_finish()
@@ -214,3 +229,4 @@ class Conversation:
         self.board.speaker.end_reply()
         self.player.resume_after_reply()
         self.state.go_idle()
+        self.tools_listed.clear()
