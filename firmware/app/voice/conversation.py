@@ -23,9 +23,8 @@
 #   resume the player, then listening again (idle in manual mode).
 # - any end of the channel: mic off, reply ended, player resumed, idle.
 #
-# One upstream frame buffer, made here at boot and reused by every turn:
-# nothing is allocated per frame, and a listening turn makes only its task
-# and one view of that buffer.
+# One upstream frame buffer, made here at boot and reused by every frame of
+# every turn: a listening turn makes only its task and one view of it.
 import asyncio
 
 import log
@@ -40,7 +39,7 @@ except ImportError:  # CPython
 _MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, complexity 0)
 _HDR_MAX = const(16)         # the largest binary header (v2)
 
-_log = log.get("device")
+_log = log.get("device")   # the board's log lines keep the name they had before the move
 
 
 class Conversation:
