@@ -1,32 +1,28 @@
-# The device: ties the state machine, the channel, the MCP tools, the
-# player, the speaker and the mic together, and reacts to what happens.
+# The device's life: boot, the channel's life, the MCP tools, power, the
+# player; it ties the state machine, the channel and the conversation
+# together.
 #
 #   dev = Device(board, cfg, bus)
 #   await dev.run()          # boot, then serve until quit or standby
 #
-# Reactions (those of stock xiaozhi devices: docs/firmware.md, States):
-# - wake word / button: stop the SD player (cancels passes and power-off);
-#   open the channel if needed (hello within 10 s, else back to idle); if
-#   the server was speaking or listening, `abort` (wake_word_detected)
-#   first; then `listen detect` (wake word, with the level and score the
-#   engine heard it at: the server lets the nearest device of a household
-#   answer) and `listen start`.
-# - `tts start`: pause the player, mic off, speaking; downstream Opus is
-#   played only while speaking; `tts stop`: wait for the speaker to drain,
-#   resume the player, then listening again (idle in manual mode).
-# - any end of the channel: mic off, reply ended, player resumed, idle; the
-#   next wake reconnects (and, if configured, a background retry with
-#   backoff, but not after the server said another device of the
-#   household answers: a new session would greet); a connect that fails
-#   asks OTA again (its server may be gone) and tries the server it names.
+# The conversation (listening, the reply, barge-in: what the wake word, the
+# button and the server's tts/stt/llm start) is app/voice/conversation.py.
+# The device's own reactions (docs/firmware.md, States):
+# - any end of the channel: the conversation ends (mic off, reply ended,
+#   player resumed, idle); the next wake reconnects (and, if configured, a
+#   background retry with backoff, but not after the server said another
+#   device of the household answers: a new session would greet); a connect
+#   that fails asks OTA again (its server may be gone) and tries the server
+#   it names.
 # - a server certificate the board refuses (lib/trust.py; WebSocket or MQTT,
 #   the `untrusted` event): said aloud once per boot (the `server_untrusted`
 #   prompt) and never retried in plain.
 #
 # Entry channels (app/entry/): boot resolution picks the first task, the
 # gateway arbitrates MQTT, alarms and command words, and hands an accepted
-# task to the server (app/start_task); its answer goes back to the caller
-# through the channel's call(), never through this module.
+# task to the server (app/start_task) through the conversation (its
+# `session`); the answer goes back to the caller through the channel's
+# call(), never through this module.
 import asyncio
 import binascii
 import gc
@@ -40,6 +36,7 @@ from app.player import mp3_backend, player as player_mod
 from app.power import PowerPath
 from app.voice import mcp_server, tools
 from app.voice.channel import Channel, Identity
+from app.voice.conversation import Conversation
 from app.voice.state import DeviceState
 from backoff import Backoff
 from flag import Flag
@@ -50,8 +47,6 @@ except ImportError:  # CPython
     def const(x):
         return x
 
-MAX_UP_FRAME = const(512)   # bytes of one upstream Opus frame (60 ms, VBR, complexity 0)
-_HDR_MAX = const(16)        # the largest binary header (v2)
 _REASK_OTA_MS = const(3000)  # per OTA URL when a connect failed: another may answer
 # The server's goodbye when another device of the household answers the
 # wake word (docs/server.md): this one stays idle until its next wake.
@@ -102,29 +97,25 @@ class Device:
         self.mcp = mcp_server.McpServer(tools.device_tools(board, self.player, self.power),
                                         cfg.get("tools_page_bytes", proto.TOOLS_PAGE_BYTES))
         self.identity = Identity(board.wifi.mac_str(), client_id(board))
-        self.channel = Channel(board.clock, self.identity, self._on_json, self._on_audio,
-                               self._on_closed)
+        self.conversation = talk = Conversation(board, self.state, self.player, self.bus,
+                                                cfg.get("listen_mode", proto.LISTEN_MODE_AUTO),
+                                                self._ensure_channel)
+        # Downstream audio goes straight to the conversation: no hop per frame.
+        self.channel = talk.channel = Channel(board.clock, self.identity, self._on_json,
+                                              talk.on_audio, self._on_closed)
         self.ws_url = cfg["server_url"]
         self.ota_index = 0          # which of the OTA URLs answered last (app/boot/ota.py)
         self.token = cfg.get("token", "")
         self.version = cfg.get("protocol_version", 1)
-        self.listen_mode = cfg.get("listen_mode", proto.LISTEN_MODE_AUTO)
         rc = cfg.get("reconnect") or {}
         self.backoff = Backoff(rc.get("first_ms", 1000), rc.get("max_ms", 30000))
         self.retry_attempts = rc.get("attempts", 0)
-        self._up = bytearray(_HDR_MAX + MAX_UP_FRAME)  # one upstream frame, reused
-        self._up_mv = memoryview(self._up)
-        self._uplink = None
-        self._finish = None
         self._retry = None
         self._stay_idle = False      # another device answered: no retry
-        self._busy = asyncio.Lock()  # one user action (connect, listen) at a time
         self._end = asyncio.Event()
         self._button = Flag()
-        self.dropped_frames = 0      # downstream Opus that arrived while not speaking
-        self.tools_listed = asyncio.Event()  # the server has read our last tools/list page
         from app.entry.entry import Entry
-        self.entry = Entry(board, cfg, self.bus, self.player, self.state, self.power.request, self)
+        self.entry = Entry(board, cfg, self.bus, self.player, self.state, self.power.request, talk)
 
     # ---- events out ----
 
@@ -235,7 +226,7 @@ class Device:
         while True:
             await self._button.wait()
             try:
-                await self.on_button()
+                await self.conversation.on_button()
             except Exception as e:
                 self._failed("button", e)
 
@@ -251,83 +242,9 @@ class Device:
         _log.info("wake word %r in state %s", word, self.state.state)
         if not self.entry.wake_allowed(word):
             return  # a parents' or scheduled task runs: the wake does not reset it
-        self.player.stop()
-        async with self._busy:
-            if self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
-                await self._abort("wake_word_detected")
-            elif not await self._ensure_channel():
-                return
-            level, score = self._wake_measure(word)
-            await self.channel.send(proto.listen(proto.LISTEN_DETECT, self.channel.session_id,
-                                                 text=word, level=level, score=score))
-            await self._start_listening()
-
-    def _wake_measure(self, word):
-        """(level dBFS, score) of the wake word the engine heard last, each
-        None when it did not say (or the wake came from elsewhere)."""
-        last = getattr(self.board.voice, "last", None)
-        if not last or last[0] != "wake" or last[1] != word:
-            return None, None
-        score, level = last[2], last[3]
-        if score is not None and not 0 <= score <= 1:
-            score = None
-        if level is not None:
-            level = max(-200, min(0, level))
-        return level, score
-
-    async def on_button(self):
-        _log.info("button in state %s", self.state.state)
-        self.player.stop()
-        async with self._busy:
-            if self.state.is_(proto.STATE_SPEAKING):
-                await self._abort(None)
-                await self._start_listening()
-            elif self.state.is_(proto.STATE_LISTENING):
-                await self._stop_listening()
-                await self.channel.send(proto.listen(proto.LISTEN_STOP, self.channel.session_id))
-                self.state.go(proto.STATE_IDLE)
-            elif await self._ensure_channel():
-                await self._start_listening()
-
-    # ---- what the entry side asks for (app/entry: boot task, hand-off) ----
-
-    async def connect(self):
-        """Open the channel unless it is open; False when the server cannot be reached."""
-        async with self._busy:
-            return await self._ensure_channel()
-
-    async def listen(self, connect=False):
-        """Listen unless a turn is under way (listening, speaking); with
-        connect, open the channel first if needed (the boot's default chat)."""
-        async with self._busy:
-            if connect and not await self._ensure_channel():
-                return
-            if self.channel.is_open() and not self.state.is_(proto.STATE_LISTENING, proto.STATE_SPEAKING):
-                await self._start_listening()
-
-    def call(self, method, params, timeout_ms):
-        """A JSON-RPC request to the server over the channel (its answer, or
-        None when the connection ended)."""
-        return self.channel.call(method, params, timeout_ms)
-
-    async def stop_all(self, reason):
-        """The one generic stop: the player, a reply in flight (abort with
-        reason), listening. True when a conversation was under way."""
-        talking = self.channel.is_open() and self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING)
-        self.player.stop()
-        if self.channel.is_open() and self.state.is_(proto.STATE_SPEAKING):
-            await self._abort(reason)
-        await self._stop_listening()
-        if self.state.is_(proto.STATE_SPEAKING, proto.STATE_LISTENING):
-            self.state.go(proto.STATE_IDLE)
-        return talking
+        await self.conversation.on_wake(word)
 
     # ---- inside the device ----
-
-    async def _abort(self, reason):
-        self._cancel_finish()
-        await self.channel.send(proto.abort(self.channel.session_id, reason))
-        self.board.speaker.end_reply()
 
     async def _ensure_channel(self):
         if self.channel.is_open():
@@ -368,48 +285,12 @@ class Device:
                                      ap.get("frame_duration", proto.FRAME_DURATION_MS))
         return True
 
-    # ---- listening (uplink) ----
-
-    async def _start_listening(self):
-        if not self.channel.is_open():
-            return
-        await self.channel.send(proto.listen(proto.LISTEN_START, self.channel.session_id,
-                                             mode=self.listen_mode))
-        if self.state.go(proto.STATE_LISTENING) and self._uplink is None:
-            self._uplink = asyncio.create_task(self._uplink_loop())
-
-    async def _stop_listening(self):
-        t, self._uplink = self._uplink, None
-        if t is not None:
-            t.cancel()
-        self.board.mic.stop()
-
-    async def _uplink_loop(self):
-        mic = self.board.mic
-        hs = proto.header_size(self.channel.version)
-        payload = self._up_mv[hs:hs + MAX_UP_FRAME]  # one view per listening turn, not per frame
-        mic.start()
-        try:
-            while self.channel.is_open():
-                n = await mic.read_frame(payload)
-                if n and self.state.is_(proto.STATE_LISTENING, proto.STATE_SPEAKING) and \
-                        (self.state.is_(proto.STATE_LISTENING) or self.listen_mode == proto.LISTEN_MODE_REALTIME):
-                    await self.channel.send_audio(self._up, n)
-        finally:
-            mic.stop()
-
     # ---- from the server ----
 
     async def _on_json(self, msg):
         t = msg["type"]
-        if t == "tts":
-            self._on_tts(msg)
-        elif t == "mcp":
+        if t == "mcp":
             await self._on_mcp(msg["payload"])
-        elif t == "stt":
-            self.bus.emit("subtitle", role="user", text=msg["text"])
-        elif t == "llm":
-            self.bus.emit("emotion", emotion=msg["emotion"])
         elif t == "alert":
             self.bus.emit("error", message=msg["message"])
         elif t == "system" and msg["command"] == "reboot":
@@ -417,6 +298,8 @@ class Device:
         elif t == "goodbye":
             self._stay_idle = msg.get("reason") == ANSWERED_ELSEWHERE
             asyncio.create_task(self.channel.close())
+        else:
+            self.conversation.on_message(msg)
 
     async def _on_mcp(self, payload):
         # Answers to our own requests never come here: the channel takes them.
@@ -425,55 +308,10 @@ class Device:
             await self.channel.send(proto.mcp(reply, self.channel.session_id))
             if payload.get("method") == "tools/list" and "result" in reply and \
                     "nextCursor" not in reply["result"]:
-                self.tools_listed.set()
-
-    def _on_tts(self, msg):
-        st = msg["state"]
-        if st == proto.TTS_START:
-            self._cancel_finish()
-            if self.state.is_(proto.STATE_SPEAKING) or self.state.go(proto.STATE_SPEAKING):
-                self.player.pause_for_reply()
-                if self.listen_mode != proto.LISTEN_MODE_REALTIME:
-                    asyncio.create_task(self._stop_listening())
-                self.board.speaker.begin_reply()
-        elif st == proto.TTS_SENTENCE_START:
-            self.bus.emit("subtitle", role="assistant", text=msg["text"])
-        elif st == proto.TTS_STOP and self.state.is_(proto.STATE_SPEAKING):
-            self._cancel_finish()
-            self._finish = asyncio.create_task(self._finish_reply())
-
-    async def _finish_reply(self):
-        await self.board.speaker.drain()  # the end of the reply must be heard
-        self._finish = None
-        self.board.speaker.end_reply()
-        self.player.resume_after_reply()
-        if not self.state.is_(proto.STATE_SPEAKING):
-            return
-        if self.listen_mode == proto.LISTEN_MODE_MANUAL:
-            self.state.go(proto.STATE_IDLE)
-        else:
-            await self._start_listening()
-
-    def _cancel_finish(self):
-        t, self._finish = self._finish, None
-        if t is not None:
-            t.cancel()
-
-    async def _on_audio(self, payload):
-        if self.state.is_(proto.STATE_SPEAKING):
-            await self.board.speaker.write_frame(payload)
-        else:
-            self.dropped_frames += 1
+                self.conversation.tools_listed.set()
 
     def _on_closed(self, reason):
-        self._cancel_finish()
-        t, self._uplink = self._uplink, None
-        if t is not None:
-            t.cancel()
-        self.board.speaker.end_reply()
-        self.player.resume_after_reply()
-        self.state.go_idle()
-        self.tools_listed.clear()
+        self.conversation.channel_closed()
         self.entry.channel_closed()
         self.bus.emit("channel", state="closed", reason=reason)
         stay_idle, self._stay_idle = self._stay_idle, False
@@ -485,7 +323,7 @@ class Device:
             for _ in range(self.retry_attempts):
                 await self.board.clock.sleep_ms(self.backoff.next_ms())
                 try:
-                    async with self._busy:
+                    async with self.conversation.busy:
                         if self.channel.is_open() or await self._ensure_channel():
                             return
                 except Exception as e:
@@ -498,6 +336,6 @@ class Device:
     async def _shutdown(self):
         self.player.stop()
         await self.entry.shutdown()
-        await self._stop_listening()
+        await self.conversation.stop_listening()
         await self.channel.close(proto.goodbye(session_id=self.channel.session_id,
                                                reason=self.power.cause))

@@ -24,7 +24,7 @@ import sys
 
 START = ("proto", "ws", "log", "mp3info", "audio", "app.voice.channel", "app.player.player",
          "app.voice.mcp_server", "app.entry.entry", "ds3231",
-         "nvs_store", "app.device", "app.console", "app.main")
+         "nvs_store", "app.voice.conversation", "app.device", "app.console", "app.main")
 HOST_START = ("hal.host",)       # the simulated board, first and biggest
 # Asked once per boot: their heap is worth more to the MQTT side afterwards.
 AFTER_BOOT = ("app.boot.options", "app.boot.config", "app.boot.ota", "app.boot.activation",
