@@ -18,6 +18,7 @@ from testkit.fake_llm import FakeLLM
 from xiaozhi_server.config import DEFAULTS
 from xiaozhi_server.mcp.tools import Tool, ToolOutcome, ToolTable
 from xiaozhi_server.pipeline.dialogue import Dialogue
+from xiaozhi_server.pipeline.reply import Turn
 from xiaozhi_server.providers.registry import create
 
 VOLUME = {"type": "object", "properties": {"volume": {"type": "integer", "minimum": 0, "maximum": 100}},
@@ -73,7 +74,7 @@ def model(request):
 
 
 async def spoken(dialogue, words):
-    return " ".join([s async for s in dialogue.reply(words)])
+    return " ".join([s async for s in dialogue.reply(Turn(words))])
 
 
 async def test_a_device_tool_asked_for_is_called_then_answered(model):

@@ -18,7 +18,7 @@ per turn keeps a small model from looping.
 
 Prompt order, so the host's KV cache is reused: the dialogue's system
 prompt (the same for every child in an app, the memory at its end), the
-tool list (the same for a device), the history, then this turn's facts
+tool list with the decision's instruction (the same for a device), the history, then this turn's facts
 (the time) with the child's words.
 
 Config keys: `model` (a name in local_model.MODELS, or a path to a GGUF
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 # Said when every slot is busy, so the child hears the companion while the turn waits its place.
 BUSY_LINE = {"en": "Let me think.", "zh": "让我想一想。"}
 
-DECIDE = ("Which tool does the child's last message ask for? If it asks to change a device setting, "
+DECIDE = ("When asked for a decision: which tool does the child's last message ask for? If it asks to change a device setting, "
           "to change what you are doing (chat, a lesson, translation) or tells something to remember, "
           'reply with the call as JSON: {"tool": name, "args": {...}}. If no tool is needed, '
           'reply {"tool": "none"}: a question about the world (what, why, how many) or a chat needs no tool.')
@@ -210,7 +210,9 @@ class LocalLlm:
         rest = plain_history([m for m in messages if m.get("role") != "system"])
         out = list(system)
         if tools:
-            out.append({"role": "system", "content": tool_list(tools)})
+            # The decision's instruction sits with the tool list, in the prefix the host keeps:
+            # after the child's words it was ~75 tokens read anew every turn (~1 s on 2 cores).
+            out.append({"role": "system", "content": tool_list(tools) + "\n" + DECIDE})
         # This turn's facts go just before the child's words, after everything cached
         # (a system line: inside the child's message a small model read it out).
         last_user = max((i for i, m in enumerate(rest) if m["role"] == "user"), default=None)
@@ -219,7 +221,7 @@ class LocalLlm:
         return out + rest
 
     async def _decide(self, prompt: list[dict], tools: list[dict]) -> dict | None:
-        body = {"messages": prompt + [{"role": "system", "content": DECIDE}], "max_tokens": 200,
+        body = {"messages": prompt + [{"role": "system", "content": "Decision as JSON:"}], "max_tokens": 200,
                 "temperature": 0, "json_schema": decision_schema(tools), "cache_prompt": True}
         r = await self._http.post("/v1/chat/completions", json=body)
         if r.status_code != 200:
