@@ -43,7 +43,7 @@ class EarlyReply:
         self.commit: asyncio.Future | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.started = False
-        self.utterance = None       # the listener's Utterance for the early reply
+        self.utterance = None       # the listener's Turn for the early reply
 
     def wait_for_quiet(self, fn) -> None:
         """(Re)start the settle clock: fn() once the words stop changing."""

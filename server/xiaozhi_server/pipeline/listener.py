@@ -45,7 +45,7 @@ from ..config import VadConfig
 from .asr import AsrFailed
 from .early_reply import EarlyReply
 from .opus import OpusDecoder
-from .reply import Turn, committed
+from .reply import Turn
 from .turn import EndOfTurnDetector
 from .turn_words import CommitSilence, same_words
 from ..pools import run_blocking
@@ -60,11 +60,6 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_FRAMES = 200   # 12 s of audio; beyond that the device is flooding us
 MAX_MANUAL_BYTES = 30 * 32000   # push to talk keeps at most 30 s
 ONSET_PATIENCE_S = 1.0           # the clock's commit waits this long for a voice starting again
-
-# What the listener hands on is a Turn (pipeline/reply.py); its older name
-# and the check that it is final stay importable from here.
-Utterance = Turn
-__all__ = ["Listener", "Turn", "Utterance", "committed"]
 
 
 class _Tentative:
@@ -362,7 +357,7 @@ class Listener:
         self.early_started += 1
         commit.add_done_callback(self._count_early)
         log.info("replying early on the streaming words %r", early.text)
-        utt = early.utterance = Utterance(early.text, len(t.audio) // 32, t.ended_at, 0.0, commit, early=True)
+        utt = early.utterance = Turn(early.text, len(t.audio) // 32, t.ended_at, 0.0, commit, early=True)
         task = asyncio.create_task(self._on_utterance(utt))
         self._asr_tasks.add(task)
         task.add_done_callback(self._asr_tasks.discard)
