@@ -77,3 +77,32 @@ def mount_card(path):
         pass
     vfs.mount(vfs.VfsPosix(path), CARD)
     return CARD
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = f.read().split()
+            return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+async def serve(handle, host="127.0.0.1"):
+    """asyncio.start_server on a free loopback port; returns (server, port).
+
+    The unix port's sockets have no getsockname, so a server bound to port 0
+    could not say where it listens. Instead: random ports below the kernel's
+    ephemeral range (a client's own connect could be handed one inside it),
+    the next one tried when a bind fails, so suites run at once (two heaps,
+    several checkouts) never collide on a fixed number."""
+    import asyncio
+    lo, hi = _ephemeral_range()
+    first, last = (20000, lo - 1) if lo > 21000 else (hi + 1, 65000)
+    for _ in range(50):
+        port = first + int.from_bytes(os.urandom(2), "little") % (last - first)
+        try:
+            return await asyncio.start_server(handle, host, port), port
+        except OSError:
+            continue
+    raise OSError("no free loopback port")

@@ -19,10 +19,6 @@ import ws
 from app.voice.channel import Channel, Identity
 
 _MP = sys.implementation.name == "micropython"
-# One fixed loopback port per interpreter and heap (the unix port's server
-# cannot report an ephemeral one), so the suites may run side by side.
-PORT = 18941 + (0 if not _MP else 1 if gc.mem_alloc() + gc.mem_free() < 1024 * 1024 else 2)
-URL = "ws://127.0.0.1:%d/xiaozhi/v1/" % PORT
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 
@@ -74,7 +70,8 @@ async def _serve(served):
         await writer.drain()
         writer.close()                               # killed: no Close frame
         await writer.wait_closed()
-    return await asyncio.start_server(handle, "127.0.0.1", PORT)
+    srv, port = await t.serve(handle)
+    return srv, "ws://127.0.0.1:%d/xiaozhi/v1/" % port
 
 
 def _fragment():
@@ -107,11 +104,11 @@ async def test_channel_reconnects_again_and_again_on_a_heap_without_large_blocks
     hello = proto.hello_device(1, "websocket", {"format": "opus", "sample_rate": 16000,
                                                 "channels": 1, "frame_duration": 60})
     served, held = [], []
-    srv = await _serve(served)
+    srv, url = await _serve(served)
     try:
         for i in range(3):
             held.append(_fragment())
-            ok = await ch.open(URL, "tok", 1, hello, 5000)
+            ok = await ch.open(url, "tok", 1, hello, 5000)
             t.true(ok, "connect %d on the fragmented heap: %s" % (i + 1, ch.close_reason))
             t.eq(ch.session_id, "s%d" % (i + 1), "the server's session")
             held.append(_fragment())                 # a lesson plays meanwhile
@@ -133,16 +130,16 @@ async def test_a_connect_on_a_full_heap_fails_cleanly_and_the_next_one_connects(
     hello = proto.hello_device(1, "websocket", {"format": "opus", "sample_rate": 16000,
                                                 "channels": 1, "frame_duration": 60})
     served = []
-    srv = await _serve(served)
+    srv, url = await _serve(served)
     try:
         if _MP:
             full = _fill()
-            ok = await ch.open(URL, "tok", 1, hello, 5000)
+            ok = await ch.open(url, "tok", 1, hello, 5000)
             full = None
             gc.collect()
             t.true(not ok, "no connect without memory")
             t.true(not ch.is_open(), "nothing half open")
-        ok = await ch.open(URL, "tok", 1, hello, 5000)
+        ok = await ch.open(url, "tok", 1, hello, 5000)
         t.true(ok, "connect once memory is back: %s" % ch.close_reason)
         while not closed:
             await asyncio.sleep(0.01)
@@ -156,10 +153,10 @@ async def test_a_newer_connection_takes_the_buffers_and_the_older_counts_as_clos
     has them, the older never reads into them again (it is closed)."""
     bufs = ws.Buffers(1024)
     served = []
-    srv = await _serve(served)
+    srv, url = await _serve(served)
     try:
-        old = await ws.connect(URL, None, 5000, buffers=bufs)
-        new = await ws.connect(URL, None, 5000, buffers=bufs)
+        old = await ws.connect(url, None, 5000, buffers=bufs)
+        new = await ws.connect(url, None, 5000, buffers=bufs)
         t.true(bufs.owner is new and new.max_size == 1024, "the newer one uses them")
         t.raises(ws.ConnectionClosed, _sync, old.recv())
         t.true(old.closed, "the older is closed")

@@ -11,13 +11,7 @@ from app.player.mp3_backend import ClockMp3
 from backoff import Backoff
 from mp3info import mp3_duration_ms
 
-import sys
-
 MP3 = "tests/firmware/data/cbr_1500ms_notag.mp3"
-# One fixed loopback port per interpreter (the unix port's server cannot
-# report an ephemeral one), so the two suites may run side by side.
-PORT = 18931 if sys.implementation.name == "micropython" else 18932
-URL = "http://127.0.0.1:%d" % PORT
 
 
 async def _settle():
@@ -85,14 +79,14 @@ async def _serve(answer):
         await writer.drain()
         writer.close()
         await writer.wait_closed()
-    srv = await asyncio.start_server(handle, "127.0.0.1", PORT)
-    return srv, seen
+    srv, port = await t.serve(handle)
+    return srv, seen, "http://127.0.0.1:%d" % port
 
 
 async def test_app_http_post_with_content_length_and_chunked_answers():
-    srv, seen = await _serve(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
+    srv, seen, url = await _serve(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
     try:
-        st, body = await http.request("POST", URL + "/xiaozhi/ota/",
+        st, body = await http.request("POST", url + "/xiaozhi/ota/",
                                       {"Device-Id": "aa:bb"}, '{"a":1}', 3000)
     finally:
         srv.close()
@@ -102,10 +96,10 @@ async def test_app_http_post_with_content_length_and_chunked_answers():
     t.true(head.startswith("POST /xiaozhi/ota/ HTTP/1.1\r\n"), head)
     t.true("Device-Id: aa:bb\r\n" in head, "header sent")
     t.eq(sent, b'{"a":1}')
-    srv, seen = await _serve(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
+    srv, seen, url = await _serve(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n"
                              b"4\r\nnope\r\n3\r\n!!!\r\n0\r\n\r\n")
     try:
-        st, body = await http.request("POST", URL + "/x", None, b"", 3000)
+        st, body = await http.request("POST", url + "/x", None, b"", 3000)
     finally:
         srv.close()
         await srv.wait_closed()
