@@ -32,11 +32,15 @@ def _frontend(name, clocked=True):
     return fe
 
 
-def test_every_profile_boots_with_its_paths_on_and_no_unknown_register_written():
+async def test_every_profile_boots_with_its_paths_on_and_no_unknown_register_written():
     for name in BOARDS:
         b, _ = _board(name)
         fe = b.frontend
         t.eq(b.board_name, name, "board")
+        if fe.amp_model is not None or fe.amp_pin is not None:
+            t.eq(fe.speaker_fault(), "amplifier off", name + ": off until something plays (hal/amp.py)")
+        b.speaker.begin_reply()
+        await b.speaker.write_frame(b"\xf8\xff\xfe")
         t.eq(fe.speaker_fault(), None, name + " speaker")
         t.eq(fe.mic_fault(), None, name + " mic")
         for chip, model in fe.models.items():
@@ -149,7 +153,7 @@ def test_box3_amplifier_is_its_gpio_and_the_pca9557_drives_what_stock_drives():
     t.eq([fe.amp_model.level(i) for i in range(4)], [1, 1, 0, None], "levels")
 
 
-def test_tdm_mic_and_reference_line_up_with_the_frame_tx_clocks():
+async def test_tdm_mic_and_reference_line_up_with_the_frame_tx_clocks():
     # ESP-IDF makes RX a slave of TX's BCLK/WS on one controller: the
     # ES7210's 4 x 16-bit frame is read right only if TX clocks 64 BCLK too.
     from hal.host.i2s_model import HostI2S
@@ -160,6 +164,8 @@ def test_tdm_mic_and_reference_line_up_with_the_frame_tx_clocks():
     for name in ("sening", "esp32-s3-box-3"):
         b, _ = _board(name)
         t.eq(b.frontend.mic_fault(), None, name + " mic")
+        b.speaker.begin_reply()
+        await b.speaker.write_frame(b"\xf8\xff\xfe")   # the reference carries what plays
         level = b.frontend.reference_slot(-1.0)
         t.true(isinstance(level, tuple), "%s reference: %s" % (name, level))
 

@@ -9,6 +9,7 @@ import asyncio
 
 import audio
 from hal import profile as profiles
+from hal.amp import SPEAKER
 
 FRAME_MS = 60
 _DMA_MS = 240  # what the I2S DMA and decode queue hold ahead of the ear
@@ -48,7 +49,11 @@ class Mic:
 class Speaker:
     # frontend: the board's codecs (lib/codec); when a codec sets the
     # volume the engine plays at full scale, as stock xiaozhi boards do.
-    def __init__(self, sample_rate=24000, frame_ms=FRAME_MS, frontend=None):
+    # amp: the board's amplifier power (hal/amp.py), held from a reply's
+    # first frame to its end.
+    def __init__(self, sample_rate=24000, frame_ms=FRAME_MS, frontend=None, amp=None):
+        self._amp = amp
+        self._sounding = False
         self.sample_rate = sample_rate
         self.frame_ms = frame_ms
         self.volume = 70
@@ -76,9 +81,15 @@ class Speaker:
         pass
 
     def end_reply(self):
+        if self._sounding:
+            self._sounding = False
+            self._amp.release(SPEAKER)
         return None
 
     async def write_frame(self, frame):
+        if not self._sounding and self._amp is not None:
+            self._amp.hold(SPEAKER)
+            self._sounding = True
         await self._out.play_wait(frame)
         now = time.ticks_ms()
         if time.ticks_diff(self._play_until, now) < 0:

@@ -13,6 +13,7 @@ from machine import Pin
 
 import log
 from hal import profile as profiles
+from hal.amp import Amp
 from hal.sdfs import CardFS
 from hal.esp32.clock import Clock
 from hal.esp32.power import Power
@@ -61,6 +62,7 @@ class Esp32Board:
         self.frontend = Frontend(self.i2c, p, "I2C0 (SDA GPIO%d, SCL GPIO%d)" % (i2c["sda"], i2c["scl"]),
                                  lambda gpio: Pin(gpio, Pin.OUT))
         self._mic = self._speaker = None
+        self.amp = Amp(self._amp_switch, self.clock)
         self._open_codecs()
 
     def _open_codecs(self):
@@ -105,9 +107,17 @@ class Esp32Board:
         if self._speaker is None:
             from hal.esp32.audio import Speaker, start_engine
             start_engine(self.profile)
-            self._speaker = Speaker(frontend=self.frontend)
-            self.frontend.output(True)   # the output path is open: amplifier on
+            self._speaker = Speaker(frontend=self.frontend, amp=self.amp)
         return self._speaker
+
+    def _amp_switch(self, on):
+        """The amplifier's enable line (self.amp decides when): the engine's
+        I2S clocks the DAC before it is amplified; a board without codecs
+        starts the engine only with its first audio object."""
+        if on:
+            from hal.esp32.audio import start_engine
+            start_engine(self.profile)
+        self.frontend.output(on)
 
     def nvs(self, namespace):
         return esp32.NVS(namespace)
@@ -119,6 +129,7 @@ class Esp32Board:
         if self._mic is not None:
             self._mic.stop()
         self.voice.enable(False)
+        self.amp.shut()
         self.frontend.power_down()   # amplifier off, codecs to their lowest power
         self.wifi.disconnect()
 

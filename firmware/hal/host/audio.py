@@ -20,6 +20,7 @@ import os
 
 import audio
 import log
+from hal.amp import SPEAKER
 from hal.host import fs, opus, wav
 
 _log = log.get("audio")
@@ -112,9 +113,13 @@ class HostSpeaker:
     # Frames go to STATE/speaker/reply_NNNN/ as they arrive, not into a list:
     # a reply of several seconds would not fit the unix port's 256 KB heap
     # next to the app. `replies` reads them back (tests only).
-    def __init__(self, clock, out_dir, sample_rate=24000, frame_ms=FRAME_MS, path=None):
+    # amp: the board's amplifier power (hal/amp.py), held from a reply's
+    # first frame to its end.
+    def __init__(self, clock, out_dir, sample_rate=24000, frame_ms=FRAME_MS, path=None, amp=None):
         self._clock = clock
         self._path = path
+        self._amp = amp
+        self._sounding = False   # the amplifier is held for this reply
         self.unheard = 0
         self._said = None
         self.out_dir = out_dir
@@ -182,6 +187,9 @@ class HostSpeaker:
         """Queue one Opus frame; waits while the DMA buffer is full."""
         if not self._open:
             self.begin_reply()
+        if not self._sounding and self._amp is not None:
+            self._amp.hold(SPEAKER)
+            self._sounding = True
         now = self._clock.ticks_ms()
         if self._play_until < now:
             self._play_until = now
@@ -219,6 +227,9 @@ class HostSpeaker:
         """Close the reply and write it out; returns the WAV path or None."""
         base, self._base = self._base, None
         self._open = False
+        if self._sounding:
+            self._sounding = False
+            self._amp.release(SPEAKER)
         if base is None or not opus.available():
             return None
         dec = opus.Decoder(self.sample_rate, self.frame_ms)

@@ -21,6 +21,7 @@ import asyncio
 
 import log
 from hal import errors
+from hal.amp import Amp
 from hal.sdfs import CardFS
 from hal.host import fs
 from hal.host.clock import HostClock, host_time
@@ -109,7 +110,9 @@ class HostBoard:
             self.buttons[n] = Button(n)
         self.wifi = HostWifi(state_dir, self.clock, wifi_reachable)
         self.mic = HostMic(self.clock, path=self.frontend)
-        self.speaker = HostSpeaker(self.clock, fs.join(state_dir, "speaker"), path=self.frontend)
+        self.amp = Amp(self.frontend.output, self.clock)   # I2S runs from boot on: always clocked
+        self.speaker = HostSpeaker(self.clock, fs.join(state_dir, "speaker"), path=self.frontend,
+                                   amp=self.amp)
         self.voice = HostVoice()
 
         record = read_record(state_dir)
@@ -122,8 +125,7 @@ class HostBoard:
         self.rtc_model.on_write = self.save_state  # battery-backed: survives a power cut
         self.save_state()
         self.frontend.start_i2s()   # MCLK first: the codecs run on it
-        self._open_codecs()
-        self.frontend.output(True)  # the speaker is open: amplifier on
+        self._open_codecs()         # the amplifier stays off until something plays (self.amp)
         self._ticker = None
 
     def _open_codecs(self):
@@ -139,6 +141,7 @@ class HostBoard:
                   self.frontend.mode, self.frontend.rate, self.frontend.mic_rate)
 
     def _before_sleep(self, cause):
+        self.amp.shut()
         self.frontend.power_down()
 
     def nvs(self, namespace):

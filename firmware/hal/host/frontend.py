@@ -23,13 +23,14 @@ class OutputPin:
     """A GPIO driven by the firmware (machine.Pin(n, Pin.OUT)): the
     amplifier enable line; None until first driven (high impedance).
     With watch_amp() it records each time it turned the amplifier on while
-    no I2S clock ran."""
+    no I2S clock ran, and counts (turned_on) each time it turned it on."""
 
     def __init__(self, gpio):
         self.gpio = gpio
         self.level = None
         self._amp = None
         self.unclocked_on = []
+        self.turned_on = 0
 
     def watch_amp(self, active, clock):
         self._amp = (active, clock)
@@ -37,9 +38,12 @@ class OutputPin:
     def value(self, v=None):
         if v is None:
             return self.level or 0
-        self.level = 1 if v else 0
-        if self._amp is not None and self.level == self._amp[0] and not self._amp[1]():
-            self.unclocked_on.append(self.level)
+        was, self.level = self.level, 1 if v else 0
+        if self._amp is not None and self.level == self._amp[0]:
+            if was != self.level:
+                self.turned_on += 1
+            if not self._amp[1]():
+                self.unclocked_on.append(self.level)
 
 
 class HostFrontend:
@@ -101,6 +105,11 @@ class HostFrontend:
         """How many times the amplifier was switched on with no I2S clock."""
         sw = self.amp_model if self.amp_model is not None else self.amp_pin
         return len(sw.unclocked_on) if sw is not None else 0
+
+    def amp_turned_on(self):
+        """How many times the amplifier went from off to on (a click each)."""
+        sw = self.amp_model if self.amp_model is not None else self.amp_pin
+        return sw.turned_on if sw is not None else 0
 
     def amp_on(self):
         if self._amp is None:

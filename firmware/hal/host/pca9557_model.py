@@ -16,7 +16,11 @@ class PCA9557Model(RegModel):
         self.regs[0] = self.regs[1] & ~self.regs[3] & 0xFF  # inputs float to 0 here
         if self.amp is not None:
             pin, active, clock = self.amp
-            if self.level(pin) == active and not clock():
+            on = self.level(pin) == active
+            if on and not self._amp_was_on:
+                self.turned_on += 1
+            self._amp_was_on = on
+            if on and not clock():
                 self.unclocked_on.append(self.writes)
 
     def watch_amp(self, pin, active, clock):
@@ -24,9 +28,12 @@ class PCA9557Model(RegModel):
         on while `clock()` says no I2S clock runs. The rule is stock's order
         (lichuang_dev_board.cc switches the amplifier in EnableOutput, after
         the output path opens), not a datasheet's: the pop and the current
-        it would cost are not modelled."""
+        it would cost are not modelled. turned_on counts the times the
+        amplifier went from off to on (each one a click in the speaker)."""
         self.amp = (pin, active, clock)
         self.unclocked_on = []
+        self.turned_on = 0
+        self._amp_was_on = False
 
     def level(self, pin):
         """The pin's level when it is an output, else None (high impedance)."""

@@ -6,6 +6,7 @@ the register models, so the board's real codec drivers run against them.
 Checked: the pins the board claims, the codec bring-up at boot, the
 engine started with the profile's mode and pins, and the power-down
 before deep sleep."""
+import asyncio
 import json
 import sys
 import types
@@ -81,10 +82,15 @@ def fake_modules(monkeypatch, bus, calls, models=None):
 
         def stop(self):
             calls.append(("mic stop",))
+
+        async def play_wait(self, frame):
+            calls.append(("play", len(frame)))
     monkeypatch.setattr(audio, "AudioOut", Stream, raising=False)
     monkeypatch.setattr(audio, "AudioIn", Stream, raising=False)
     import time
     monkeypatch.setattr(time, "ticks_ms", lambda: 0, raising=False)
+    monkeypatch.setattr(time, "ticks_diff", lambda a, b: a - b, raising=False)
+    monkeypatch.setattr(time, "ticks_add", lambda a, b: a + b, raising=False)
     import os
     monkeypatch.setattr(os, "mount", lambda card, path: calls.append(("mount", path)), raising=False)
     for name in [m for m in sys.modules if m.startswith("hal.esp32")]:
@@ -124,7 +130,11 @@ def test_esp32_board_from_each_profile(name, monkeypatch):
     b.speaker, b.mic
     starts = [c[1] for c in calls if c[0] == "xzaudio.start"]
     assert starts == [profiles.engine_args(p)]
-    assert models.speaker_fault() is None and models.mic_fault() is None
+    assert models.mic_fault() is None
+    if p["amp"]:   # off until something plays (hal/amp.py), then on before the first frame
+        assert models.speaker_fault() == "amplifier off"
+    asyncio.run(b.speaker.write_frame(b"\xf8\xff\xfe"))
+    assert calls[-1] == ("play", 3) and models.speaker_fault() is None
     assert models.amp_unclocked() == 0
     b.speaker.set_volume(40)
     if p["codecs"]:   # the codec sets the volume, the engine plays at full scale
