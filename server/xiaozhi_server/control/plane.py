@@ -68,10 +68,13 @@ MAX_WAITERS = 1000
 # A state report re-sends a schedule request only once it has had this long to be acked...
 RESEND_AFTER_S = 2.0
 # ...and starts at most one re-send round per device in this long. A re-send
-# repeats the request's req_id (the board runs one once), except that the
-# periodic sweep sends a new one for a request whose board reported at least
-# ACK_LOST_AFTER_S ago, after the request went out, and never acked it: the
-# board had it, its ack was lost, and it would drop a copy unanswered.
+# repeats the request's req_id: the board runs a req_id once and answers a
+# copy with the ack it gave (firmware app/control/control.py), but keeps those
+# acks in RAM for its last 16 requests only: after a reboot it drops the copy
+# unanswered. So the periodic sweep sends a new req_id for a request whose
+# board reported at least ACK_LOST_AFTER_S ago, after the request went out, and
+# never acked it: the board had it, its ack was lost, and the same req_id
+# might bring no answer (setting an alarm again sets it once).
 RESEND_INTERVAL_S = 30.0
 ACK_LOST_AFTER_S = 10.0
 ALARM_MISSED = "alarm_missed"   # rpt/state event of a board that skipped an alarm (mqtt/state.json)
@@ -533,11 +536,12 @@ class ControlPlane(FamilyPlane):
         got an ack and went out at least min_age_s ago, with its own req_id:
         its ack may only be late (the board away, its request waiting in the
         broker), and the board runs a req_id once, so a schedule is never set
-        twice. They become due, and the dispatchers of the nodes send each once.
-        ack_lost_after_s (the periodic sweep): a request its board must have
-        had, since the board reported well after it went out, goes with a new
-        req_id (store/deliveries.py: mark_due): its ack was lost, and the board
-        would drop the copy unanswered."""
+        twice (a copy of one it ran is answered with its ack again, while the
+        board remembers it). They become due, and the dispatchers of the nodes
+        send each once. ack_lost_after_s (the periodic sweep): a request its
+        board must have had, since the board reported well after it went out,
+        goes with a new req_id (store/deliveries.py: mark_due): its ack was
+        lost, and a board that rebooted since would drop the copy unanswered."""
         try:
             n = await self.store.deliveries.mark_due(device_id, min_age_s, ack_lost_after_s)
             if n:

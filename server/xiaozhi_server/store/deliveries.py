@@ -102,15 +102,17 @@ class DeliveryRecords(Records):
         (or never): a re-send of that same request, req_id and all. Its ack
         may only be late (the broker holds the request for a board that is
         away, or the node that read the ack died before recording it): the
-        board runs a req_id once, so it drops the copy.
+        board runs a req_id once, and answers the copy with the ack it gave
+        (firmware app/control/control.py) unless it rebooted since: it keeps
+        those acks in RAM only, and then drops the copy without a word.
 
         With ack_lost_after_s, a request the board cannot still be about to
         answer goes with a new req_id instead: its device reported after the
         request went out, and that report is ack_lost_after_s old. The board
         was online, so it had the request; no ack came, so the ack was lost,
-        and the board would drop the same req_id without a word. Setting an
-        alarm again sets it once (alarms are keyed by alarm_id). How many
-        were made due."""
+        and a board that rebooted since would drop the same req_id without a
+        word. Setting an alarm again sets it once (alarms are keyed by
+        alarm_id). How many were made due."""
         def mark():
             lost = "0 = 1"
             args = []
