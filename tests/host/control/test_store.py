@@ -116,6 +116,10 @@ async def test_due_schedules_claimed_once_by_nodes_sharing_the_store(control_db,
     nodes = [await Store(control_db()).open() for _ in range(3)]
     try:
         for i, n in enumerate(nodes):
+            # These nodes send no heartbeat: with the shipped 3 s TTL a slow
+            # run (a loaded machine) saw a live node as dead and took over
+            # its claims mid-drain. Here a node dies only by leaving.
+            n.fleet.node_ttl_s = 3600.0
             await n.fleet.register_node("node%d" % i, None, None)
 
         async def drain(n, i):
