@@ -8,25 +8,26 @@ timeouts and barge-in of the OpenAI provider apply unchanged (it is used
 inside, pointed at the host).
 
 A 1.5B model does not call tools reliably in its own format, so a turn
-with tools first asks a *decision* under a JSON schema (a grammar at
-sampling time): `{"tool": "none"}` (answer in words), or `{"tool": NAME,
-"args": {...}}` where each tool's arguments follow its own input schema.
-A call is yielded as a ToolCall, as an OpenAI model's would be; the
-dialogue runs it and asks again with the result, and then the model
-answers in words. A decision is not asked after a tool result: one call
-per turn keeps a small model from looping.
+with tools first asks a *decision* under a grammar (decision.py). A call
+is yielded as a ToolCall, as an OpenAI model's would be; the dialogue runs
+it and asks again with the result, and then the model answers in words. A
+decision is not asked after a tool result: one call per turn keeps a small
+model from looping.
 
 Prompt order, so the host's KV cache is reused: the dialogue's system
 prompt (the same for every child in an app, the memory at its end), the
-tool list with the decision's instruction (the same for a device), the history, then this turn's facts
-(the time) with the child's words.
+tool list with the decision's instruction (the same for a device), the
+history written as the host read it, then this turn's facts (the time,
+when it changed), the child's words and the answer's language.
 
 Config keys: `model` (a name in local_model.MODELS, or a path to a GGUF
 file), `slots` (turns the host decodes at once; default: one per core, at
 most 4), `threads` (reading the prompt; writing uses one fewer; default: the cores), `context` (tokens per slot,
 default 2048), `max_tokens` (per answer, default 100), `temperature`
 (default 0.3), `first_token_timeout`, `chunk_timeout`, `system_prompt` (read
-into every slot at start; services hands in the agent prompt, `prompts.agent`).
+into every slot at start; services hands in the agent prompt, `prompts.agent`),
+`url` (a llama.cpp server already running, e.g. on a bigger machine: no
+host is started here, and the model is the one it serves).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ import pathlib
 from typing import Any
 
 from ...text.lang import language_of
-from . import local_model
+from . import decision, local_model
 from .events import Done, LlmError, TextDelta, ToolCall
 from .openai import OpenAiLlm
 from ..registry import register
@@ -50,13 +51,10 @@ log = logging.getLogger(__name__)
 # Said when every slot is busy, so the child hears the companion while the turn waits its place.
 BUSY_LINE = {"en": "Let me think.", "zh": "让我想一想。"}
 
-DECIDE = ("When asked for a decision: which tool does the child's last message ask for? If it asks to change a device setting, "
-          "to change what you are doing (chat, a lesson, translation) or tells something to remember, "
-          'reply with the call as JSON: {"tool": name, "args": {...}}. If no tool is needed, '
-          'reply {"tool": "none"}: a question about the world (what, why, how many) or a chat needs no tool.')
 
-# After the tool list (in the cached prefix), the answer step says it wants words, not a call.
-ANSWER = "Now answer the child in words: one or two short spoken sentences in the child's language, no JSON."
+
+# Said only when the answer came as JSON that is no call.
+WORDS = "Answer the child in words, not JSON: one or two short spoken sentences."
 
 _ids = itertools.count(1)
 
@@ -89,24 +87,6 @@ def tool_list(tools: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def decision_schema(tools: list[dict]) -> dict:
-    """A JSON schema with one branch per tool, its arguments under the tool's
-    own schema, and `{"tool": "none"}` to answer in words. The tool's name
-    comes first: the model picks what to do before how."""
-    branches: list[dict[str, Any]] = []
-    for t in tools:
-        f = t.get("function") or {}
-        params = dict(f.get("parameters") or {"type": "object", "properties": {}})
-        params.setdefault("type", "object")
-        params.setdefault("properties", {})
-        branches.append({"type": "object", "properties": {"tool": {"const": f.get("name")}, "args": params},
-                         "required": ["tool", "args"], "additionalProperties": False})
-    branches.append({"type": "object", "properties": {"tool": {"const": "none"}},
-                     "required": ["tool"], "additionalProperties": False})
-    # Compact JSON: every space the model writes is a token it decodes (llguidance's own key).
-    return {"anyOf": branches, "x-guidance": {"whitespace_flexible": False}}
-
-
 def plain_history(messages: list[dict]) -> list[dict]:
     """The dialogue's messages with tool calls and results as plain text: a
     small model reads 'I called X' better than a format it was not tuned on."""
@@ -127,17 +107,48 @@ def plain_history(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _now_line() -> str:
+def _said_in(language: str) -> str:
+    return "Answer in %s." % ("Chinese (简体中文)" if language == "zh" else "English")
+
+
+def time_line(now: datetime.datetime) -> str:
     # Worded as context: "It is now ..." alone was read out as the answer after a tool call.
-    return datetime.datetime.now().strftime("(Context, say it only if the child asks: the local time is %H:%M "
-                                            "on %A, %Y-%m-%d.)")
+    # Every digit is a token: "4:28 AM, Sunday 6 December" is ~11, "04:28 2026-12-06" ~16.
+    return "Time, if asked: %d:%s, %s %d %s." % (now.hour % 12 or 12, now.strftime("%M %p"), now.strftime("%A"),
+                                                 now.day, now.strftime("%B"))
+
+
+class TurnLines:
+    """The lines each child's message was asked with, so a later turn writes
+    the history as the host read it and finds it in its cache: the time
+    (only when it changed since the last one the conversation was told:
+    ~20 tokens, 0.4 s of reading on 2 cores) and the answer's language.
+    Keyed by the words, shared by the node's sessions (a clash costs only a
+    cache miss); the oldest go beyond `keep`."""
+
+    def __init__(self, keep: int = 512):
+        self.keep = keep
+        self._lines: dict[str, tuple[str | None, str]] = {}
+
+    def now(self, words: str, language: str, told: str | None) -> tuple[str | None, str]:
+        """This turn's lines; `told`: the last time line in the conversation."""
+        line = time_line(datetime.datetime.now())
+        lines = (None if line == told else line, _said_in(language))
+        self._lines.pop(words, None)
+        self._lines[words] = lines
+        while len(self._lines) > self.keep:
+            self._lines.pop(next(iter(self._lines)))
+        return lines
+
+    def then(self, words: str) -> tuple[str | None, str]:
+        return self._lines.get(words) or (None, _said_in(language_of(words)))
 
 
 @register("llm", "local")
 class LocalLlm:
     # The config keys read here (registry.options; config.py refuses others at start).
     OPTIONS = ("model", "slots", "threads", "context", "max_tokens", "temperature",
-               "first_token_timeout", "chunk_timeout", "system_prompt")
+               "first_token_timeout", "chunk_timeout", "system_prompt", "url")
 
     def __init__(self, config):
         self.config = config
@@ -153,6 +164,7 @@ class LocalLlm:
         self._inner: OpenAiLlm | None = None
         self._http = None
         self._starting: asyncio.Lock | None = None
+        self._lines = TurnLines()
 
     @property
     def banner(self) -> str:
@@ -168,6 +180,8 @@ class LocalLlm:
         return [[{"role": "system", "content": prompt}]] if prompt else []
 
     def _start_host(self) -> dict:
+        if self.config.get("url"):     # a llama.cpp server run by someone else: used as it is
+            return {"url": str(self.config["url"]).rstrip("/"), "slots": self.slots}
         from .llama_host import ensure_host
         return ensure_host(self._path(), self.slots, self.threads, self.context, self._warm_prompts())
 
@@ -196,6 +210,16 @@ class LocalLlm:
         assert self._inner is not None
         await self._inner.warm_up()
 
+    async def prepare(self, messages: list[dict], tools: list[dict] | None) -> None:
+        """Read a session's head (system prompt, tool list, history) into a
+        free slot now, so its first question finds it cached. Skipped while
+        every slot decodes: children already talking come first."""
+        await self._host()
+        if await self._busy():
+            return
+        body = {"messages": self._prompt(messages, tools, "en"), "max_tokens": 1, "cache_prompt": True}
+        await self._http.post("/v1/chat/completions", json=body)
+
     async def _busy(self) -> bool:
         """Every slot of the host is decoding: this turn will wait in its queue."""
         try:
@@ -205,35 +229,70 @@ class LocalLlm:
         except Exception:
             return False
 
-    def _prompt(self, messages: list[dict], tools: list[dict] | None, facts: bool = True) -> list[dict]:
+    def _prompt(self, messages: list[dict], tools: list[dict] | None, language: str,
+                after_tool: bool = False) -> list[dict]:
+        """The answer's prompt; the decision's is this and its own two lines.
+
+        Every past turn is written as it was when it was asked, its time
+        line and answer line included, so the host's cache holds the whole
+        conversation and a turn reads only its own lines (~40 tokens, where
+        a history that differed from what the host had read cost ~80, over
+        a second on 2 cores). The answer's prompt is the head of the
+        decision's: after a `none` it is read from the cache at once."""
         system = [m for m in messages if m.get("role") == "system"]
         rest = plain_history([m for m in messages if m.get("role") != "system"])
         out = list(system)
         if tools:
-            # The decision's instruction sits with the tool list, in the prefix the host keeps:
-            # after the child's words it was ~75 tokens read anew every turn (~1 s on 2 cores).
-            out.append({"role": "system", "content": tool_list(tools) + "\n" + DECIDE})
-        # This turn's facts go just before the child's words, after everything cached
-        # (a system line: inside the child's message a small model read it out).
+            # The decision's instruction sits with the tool list, in the prefix the host keeps.
+            out.append({"role": "system", "content": tool_list(tools) + "\n" + decision.instruction(tools)})
         last_user = max((i for i, m in enumerate(rest) if m["role"] == "user"), default=None)
-        if last_user is not None and facts:
-            rest.insert(last_user, {"role": "system", "content": _now_line()})
-        return out + rest
+        told = None
+        for i, m in enumerate(rest):
+            if m["role"] == "user":
+                # This turn's facts go just before the child's words, after everything cached
+                # (a system line: inside the child's message a small model read it out).
+                # The agent prompt's "the language the child used" is not enough for a 1.5B after an
+                # English tool list (it answered 恐龙吃什么？ in English): said once more, after the words.
+                time_now, said_in = (self._lines.now(m["content"], language, told)
+                                     if i == last_user and not after_tool else self._lines.then(m["content"]))
+                if time_now:
+                    out.append({"role": "system", "content": time_now})
+                    told = time_now
+                out += [m, {"role": "system", "content": said_in}]
+            else:
+                out.append(m)
+        return out
 
-    async def _decide(self, prompt: list[dict], tools: list[dict]) -> dict | None:
-        body = {"messages": prompt + [{"role": "system", "content": "Decision as JSON:"}], "max_tokens": 200,
-                "temperature": 0, "json_schema": decision_schema(tools), "cache_prompt": True}
+    async def _decide(self, prompt: list[dict], tools: list[dict]) -> tuple[str, dict] | None:
+        """(tool, args), or None to answer in words.
+
+        First one token: `none` is a single token, and most turns are words,
+        so the answer starts after one token, not after `none"}` and the end
+        (~0.3 s on 2 cores). A call is then written whole by a second request
+        whose prompt the host has just read (it costs one token more). Not
+        streamed and left at `none` instead: the slot stays busy until the
+        host notices, and the answer then goes to the other slot, which has
+        the conversation to read anew."""
+        body = {"messages": prompt + [{"role": "assistant", "content": decision.OPENING}],
+                "max_tokens": 1, "temperature": 0, "grammar": decision.grammar(tools), "cache_prompt": True}
+        written = await self._complete(body)
+        if written is None or written.startswith("none"):
+            return None
+        written = await self._complete(dict(body, max_tokens=200))
+        call = decision.parse(written or "")
+        if call is None:
+            log.warning("local model: the tool decision is not a call: %r", (written or "")[:200])
+        return call
+
+    async def _complete(self, body: dict) -> str | None:
+        """What the model wrote after the begun reply; None if the host refused."""
         r = await self._http.post("/v1/chat/completions", json=body)
         if r.status_code != 200:
             log.warning("local model: the tool decision was refused (%s): %s", r.status_code, r.text[:300])
             return None
-        text = r.json()["choices"][0]["message"].get("content") or ""
-        try:
-            decision = json.loads(text)
-        except ValueError:
-            log.warning("local model: the tool decision is not JSON: %r", text[:200])
-            return None
-        return decision if isinstance(decision, dict) else None
+        written = r.json()["choices"][0]["message"].get("content") or ""
+        # The host echoes the begun reply: what the model wrote follows it.
+        return written[len(decision.OPENING):] if written.startswith(decision.OPENING) else written
 
     async def stream_chat(self, messages, tools=None, language=None, **_ignored):
         import httpx2
@@ -248,31 +307,46 @@ class LocalLlm:
             yield TextDelta(BUSY_LINE.get(lang, BUSY_LINE["en"]) + " ")
         after_tool = bool(messages) and messages[-1].get("role") == "tool"
         # The tool list stays in the prompt after a call too: the cached prefix is the same.
-        # After a tool result the model tells what the tool did: no facts to wander off to.
-        prompt = self._prompt(messages, tools, facts=not after_tool)
+        prompt = self._prompt(messages, tools, lang, after_tool)
         if tools and not after_tool:
-            offered = tools
             for attempt in (0, 1):
                 try:
-                    decision = await self._decide(prompt, offered)
+                    # Not the answer's language line: after the child's words it turned
+                    # 我们来聊天吧 and "let's translate" into no call.
+                    call = await self._decide(prompt[:-1], tools)
                     break
                 except httpx2.TransportError as e:
                     if attempt:
                         yield LlmError("connection", "the local model host: %s" % e)
                         return
                     await self._host(restart=True)     # its starter is gone: this process starts one
-            if decision and decision.get("tool") not in (None, "none"):
-                yield ToolCall("local-%d" % next(_ids), decision["tool"],
-                               json.dumps(decision.get("args") or {}, ensure_ascii=False))
+            if call is not None:
+                yield ToolCall("local-%d" % next(_ids), call[0], json.dumps(call[1], ensure_ascii=False))
                 yield Done("tool_calls")
                 return
-        # The agent prompt's "the language the child used" is not enough for a 1.5B after an English
-        # tool list: it answered 恐龙吃什么？ in English. Said once more, last, in the answer step only
-        # (before the decision it turned "turn the volume up" into no call).
-        said_in = "Answer in %s." % ("Chinese (简体中文)" if lang == "zh" else "English")
-        prompt = prompt + [{"role": "system", "content": (ANSWER + " " + said_in) if tools else said_in}]
         assert self._inner is not None
+        # A call may come in the answer instead: asked to tell about themselves ("my name is
+        # Lily"), the 1.5B picks `none` at the decision and then writes the remember call as
+        # its answer. So words starting with "{" are held and, if they are a call to an
+        # offered tool, yielded as one; text is passed on from its first piece.
+        held: str | None = "" if tools and not after_tool else None
         async for ev in self._inner.stream_chat(prompt, None):
             if ev.kind == "error" and ev.reason == "connection":
                 self._state = None      # the next turn finds or starts a host
+            if held is not None and ev.kind == "text":
+                held += ev.text
+                if not held.strip() or held.lstrip().startswith("{"):
+                    continue
+                ev, held = TextDelta(held), None
+            elif held is not None and ev.kind == "done":
+                call = decision.parse_call(held, tools)
+                if call is not None:
+                    yield ToolCall("local-%d" % next(_ids), call[0], json.dumps(call[1], ensure_ascii=False))
+                    yield Done("tool_calls")
+                    return
+                # JSON that is no call (`{"tool":"none"}`): asked again, for words this time.
+                log.info("local model: an answer that is neither words nor a call: %r", held[:200])
+                async for again in self._inner.stream_chat(prompt + [{"role": "system", "content": WORDS}], None):
+                    yield again
+                return
             yield ev
