@@ -65,7 +65,10 @@ async def run_local_llm(children=MAX_CHILDREN):
                     Figure("  ASR: turn decided -> words p50", percentile([m["heard"] - m["ended"] for m in marks], 50),
                            "s", note="Whisper base"),
                     Figure("  LLM: words -> first text p50", percentile([m["first_text"] - m["heard"] for m in marks], 50),
-                           "s", note="the tool decision, then the answer's first tokens")]
+                           "s", note="the tool decision, then the answer's first tokens"),
+                    Figure("  first text -> first audio p50",
+                           percentile([m["first_audio"] - m["first_text"] for m in marks if m.get("first_audio")], 50),
+                           "s", note="the first sentence written to its end, spoken (Piper), sent")]
         knee = 0
         for n in range(1, children + 1):
             results = await asyncio.gather(*(_ask(srv.url, "bench:llm-%d-%d" % (n, i), [utts[i % len(utts)]])

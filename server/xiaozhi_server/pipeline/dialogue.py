@@ -66,6 +66,16 @@ class Dialogue:
         """Something the server said on its own (an opener) joins the history."""
         self._grew([{"role": "assistant", "content": text}])
 
+    async def prepare(self) -> None:
+        """Let a model that keeps a prompt cache read the conversation's
+        head (system prompt, tools, history) before the next turn asks."""
+        prepare = getattr(self.llm, "prepare", None)
+        if prepare is not None:
+            try:
+                await prepare(self._messages(), self.tools.declarations(self.tool_policy) or None)
+            except Exception as e:     # only a head start: the turn reads it anyway
+                log.info("LLM prepare failed: %s", e)
+
     async def reply(self, heard: Turn, on_emotion: Callable[[str], Awaitable[None]] | None = None
                     ) -> AsyncIterator[str]:
         """The answer to the child's words. Tools run and the turn joins the

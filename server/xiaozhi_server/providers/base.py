@@ -5,7 +5,9 @@ Protocols write down the calls the session, listener and speaker make, so
 a new adapter knows what to offer and mypy checks the callers. TTS has a
 real base class (tts.base.TtsProvider) because it shares code. Anything a
 provider may also offer is looked up with getattr: `warm_up()` (load now,
-services.warm_up), an LLM's `configured` (False = the "no model" line).
+services.warm_up), an LLM's `configured` (False = the "no model" line) and
+its `prepare(messages, tools)` (read a session's fixed head before its first
+turn: Dialogue.prepare).
 
 ASR comes in two shapes: every provider transcribes a whole utterance
 (AsrProvider); a streaming one also opens a stream per utterance that takes

@@ -98,3 +98,13 @@ async def _start_device_mcp(session):
         log.warning("[%s] device MCP unavailable: %s", session.device_id, e)
         return
     session.tools.replace_origin("device", session.mcp.as_tools())
+    await _prime_model(session)
+
+
+async def _prime_model(session):
+    """The session's prompt head (the agent prompt, what is remembered, the
+    tools) is known now: a model that keeps a prompt cache reads it before
+    the child's first question (the local model: ~6 s on 2 cores)."""
+    if session.runtime is not None:
+        await session.runtime.memory.ready()
+    await session.dialogue.prepare()

@@ -73,13 +73,19 @@ def _call(name: str, args: dict | None) -> str:
     return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
 
 
+def _key(name: str) -> str:
+    # A device's self.mp3.stop reaches the model as self_mp3_stop (mcp/tools.py sanitize).
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
 def instruction(tools: list[dict]) -> str:
     """The decision's instruction with examples for the offered tools."""
-    offered = _offered(tools)
+    offered = {_key(name): (name, schema) for name, schema in _offered(tools).items()}
     lines = [INSTRUCTION, "Examples:"]
     for said, name, args in EXAMPLES:
-        if name in offered and _fits(args, offered[name]):
-            lines.append('"%s" -> %s' % (said, _call(name, args)))
+        hit = offered.get(_key(name))
+        if hit is not None and _fits(args, hit[1]):
+            lines.append('"%s" -> %s' % (said, _call(hit[0], args)))
     lines += ['"%s" -> %s' % (said, _call("none", None)) for said in NO_TOOL]
     lines.append(CLOSING)
     return "\n".join(lines)
