@@ -112,6 +112,9 @@ class _Handler:
     async def get(self, request):
         if request.path.rstrip("/").endswith("/models"):
             return web.json_response({"object": "list", "data": [{"id": self.fake.model, "object": "model"}]})
+        if request.path.rstrip("/") == "/slots" and self.fake.slots is not None:
+            # llama.cpp's server: one entry per slot, `is_processing` while it decodes a request.
+            return web.json_response([{"id": i, "is_processing": busy} for i, busy in enumerate(self.fake.slots)])
         return _error(404, "not found", "invalid_request_error")
 
     async def post(self, request):
@@ -200,6 +203,7 @@ class FakeLLM(ThreadedHttpServer):
         self.model = model
         self.requests = []
         self.default_reply = None
+        self.slots = None       # [busy, ...]: answer llama.cpp's GET /slots (the local model's host)
         self._script = []
         self._answers = []      # (words, Turn): for requests whose last user message holds the words
         self._lock = threading.Lock()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_conversations = itertools.count(1)
+
 class Dialogue:
     def __init__(self, llm: LlmProvider, tools: ToolTable, system_prompt: str, history_turns: int = 10,
                  max_rounds: int = 4, language: str = "zh", lines: Lines | None = None) -> None:
@@ -47,6 +50,8 @@ class Dialogue:
         self.last_error: LlmError | None = None
         # Called each time the history grew by a turn (the conversation is kept elsewhere too).
         self.on_turn: Callable[[], None] | None = None
+        # Which conversation a request belongs to (a model host keeps one per slot: llm/local.py).
+        self.conversation = next(_conversations)
 
     def _messages(self, turn=()):
         return [{"role": "system", "content": self.system_prompt}] + self.history + list(turn)
@@ -72,7 +77,8 @@ class Dialogue:
         prepare = getattr(self.llm, "prepare", None)
         if prepare is not None:
             try:
-                await prepare(self._messages(), self.tools.declarations(self.tool_policy) or None)
+                await prepare(self._messages(), self.tools.declarations(self.tool_policy) or None,
+                              conversation=self.conversation)
             except Exception as e:     # only a head start: the turn reads it anyway
                 log.info("LLM prepare failed: %s", e)
 
@@ -91,7 +97,7 @@ class Dialogue:
             text_parts, calls = [], []
             head = ""  # text held back until the leading emoji is known
             tools = self.tools.declarations(self.tool_policy) if _round < self.max_rounds else []
-            stream = self.llm.stream_chat(self._messages(turn), tools or None)
+            stream = self.llm.stream_chat(self._messages(turn), tools or None, conversation=self.conversation)
             async with contextlib.aclosing(stream):
                 async for ev in stream:
                     if ev.kind == "text":

@@ -47,8 +47,8 @@ def provider(fake):
     return create("llm", {"type": "local", "url": fake.base_url.removesuffix("/v1"), "slots": 2})
 
 
-async def events(llm, messages, tools=TOOLS):
-    return [ev async for ev in llm.stream_chat(messages, tools)]
+async def events(llm, messages, tools=TOOLS, **kw):
+    return [ev async for ev in llm.stream_chat(messages, tools, **kw)]
 
 
 def said(evs):
@@ -120,6 +120,42 @@ async def test_words_starting_with_a_brace_that_are_no_call_are_not_lost(host):
     host.reply("Curly brackets hold things.")
     evs = await events(llm, [SYSTEM, {"role": "user", "content": "What are curly brackets?"}])
     assert said(evs) == "Curly brackets hold things."
+
+
+async def test_a_child_who_must_wait_for_a_slot_hears_a_short_line_first(host):
+    host.slots = [True, True]       # both slots decode other children's turns
+    host.reply("none").reply("恐龙吃植物。")
+    llm = provider(host)
+    evs = await events(llm, [SYSTEM, {"role": "user", "content": "恐龙吃什么？"}])
+    assert said(evs) == local.BUSY_LINE["zh"] + " 恐龙吃植物。"
+    host.slots = [True, False]
+    host.reply("none").reply("Cows eat grass.")
+    assert said(await events(llm, [SYSTEM, {"role": "user", "content": "What do cows eat?"}])) == "Cows eat grass."
+
+
+async def test_each_conversation_keeps_its_own_slot(host):
+    """Two children talking at once each find their own conversation in the
+    host: a conversation's turns (decision and answer) go to one slot, the
+    next conversation to the other."""
+    host.default_reply = "none"
+    llm = provider(host)
+    for conversation in ("lily", "tom", "lily", "tom"):
+        before = len(host.requests)
+        await events(llm, [SYSTEM, {"role": "user", "content": "Hi, I am %s." % conversation}],
+                     conversation=conversation)
+        slots = {r.body.get("id_slot") for r in host.requests[before:]}
+        assert slots == {0 if conversation == "lily" else 1}, (conversation, slots)
+
+
+async def test_a_child_whose_slot_is_busy_hears_the_short_line(host):
+    host.default_reply = "none"
+    llm = provider(host)
+    await events(llm, [SYSTEM, {"role": "user", "content": "Hello."}], conversation="lily")   # slot 0
+    host.slots = [True, False]
+    evs = await events(llm, [SYSTEM, {"role": "user", "content": "Hello again."}], conversation="lily")
+    assert said(evs).startswith(local.BUSY_LINE["en"])
+    evs = await events(llm, [SYSTEM, {"role": "user", "content": "Hello."}], conversation="tom")    # slot 1
+    assert not said(evs).startswith(local.BUSY_LINE["en"])
 
 
 def test_the_time_is_told_again_only_when_it_changed(monkeypatch):

@@ -165,6 +165,8 @@ class LocalLlm:
         self._http = None
         self._starting: asyncio.Lock | None = None
         self._lines = TurnLines()
+        self._slots_of: dict = {}               # conversation -> its host slot
+        self._next_slot = itertools.count()
 
     @property
     def banner(self) -> str:
@@ -210,21 +212,42 @@ class LocalLlm:
         assert self._inner is not None
         await self._inner.warm_up()
 
-    async def prepare(self, messages: list[dict], tools: list[dict] | None) -> None:
-        """Read a session's head (system prompt, tool list, history) into a
-        free slot now, so its first question finds it cached. Skipped while
-        every slot decodes: children already talking come first."""
+    async def prepare(self, messages: list[dict], tools: list[dict] | None, conversation=None) -> None:
+        """Read a session's head (system prompt, tool list, history) into its
+        slot now, so its first question finds it cached. Skipped while every
+        slot decodes: children already talking come first."""
         await self._host()
-        if await self._busy():
+        pin = self._pin(conversation)
+        if await self._busy(pin):
             return
-        body = {"messages": self._prompt(messages, tools, "en"), "max_tokens": 1, "cache_prompt": True}
+        body = dict({"messages": self._prompt(messages, tools, "en"), "max_tokens": 1, "cache_prompt": True}, **pin)
         await self._http.post("/v1/chat/completions", json=body)
 
-    async def _busy(self) -> bool:
-        """Every slot of the host is decoding: this turn will wait in its queue."""
+    def _pin(self, conversation) -> dict:
+        """The host slot a conversation keeps (`id_slot`), given in turn to
+        new conversations. Left to the host, every conversation went to the
+        slot holding the longest common head, each child's turn pushed the
+        last child's conversation out, and two children at once meant one
+        of them reading ~430 tokens anew (5 s). A pinned slot that is busy
+        makes the turn wait for it, as a full host would."""
+        if conversation is None:
+            return {}
+        slot = self._slots_of.pop(conversation, None)
+        if slot is None:
+            slot = next(self._next_slot) % self.slots
+        self._slots_of[conversation] = slot       # most recent last
+        while len(self._slots_of) > 4096:
+            self._slots_of.pop(next(iter(self._slots_of)))
+        return {"id_slot": slot}
+
+    async def _busy(self, pin: dict | None = None) -> bool:
+        """This turn will wait in the host's queue: its pinned slot (or, not
+        pinned, every slot) is decoding another turn."""
         try:
             r = await self._http.get("/slots")
             slots = r.json()
+            if pin and "id_slot" in pin:
+                return any(s.get("id") == pin["id_slot"] and s.get("is_processing") for s in slots)
             return bool(slots) and all(s.get("is_processing") for s in slots)
         except Exception:
             return False
@@ -263,7 +286,7 @@ class LocalLlm:
                 out.append(m)
         return out
 
-    async def _decide(self, prompt: list[dict], tools: list[dict]) -> tuple[str, dict] | None:
+    async def _decide(self, prompt: list[dict], tools: list[dict], pin: dict) -> tuple[str, dict] | None:
         """(tool, args), or None to answer in words.
 
         First one token: `none` is a single token, and most turns are words,
@@ -273,8 +296,9 @@ class LocalLlm:
         streamed and left at `none` instead: the slot stays busy until the
         host notices, and the answer then goes to the other slot, which has
         the conversation to read anew."""
-        body = {"messages": prompt + [{"role": "assistant", "content": decision.OPENING}],
-                "max_tokens": 1, "temperature": 0, "grammar": decision.grammar(tools), "cache_prompt": True}
+        body = dict({"messages": prompt + [{"role": "assistant", "content": decision.OPENING}],
+                     "max_tokens": 1, "temperature": 0, "grammar": decision.grammar(tools), "cache_prompt": True},
+                    **pin)
         written = await self._complete(body)
         if written is None or written.startswith("none"):
             return None
@@ -294,7 +318,7 @@ class LocalLlm:
         # The host echoes the begun reply: what the model wrote follows it.
         return written[len(decision.OPENING):] if written.startswith(decision.OPENING) else written
 
-    async def stream_chat(self, messages, tools=None, language=None, **_ignored):
+    async def stream_chat(self, messages, tools=None, language=None, conversation=None, **_ignored):
         import httpx2
         try:
             await self._host()
@@ -303,7 +327,8 @@ class LocalLlm:
             return
         lang = language or language_of(next((m.get("content") or "" for m in reversed(messages)
                                              if m.get("role") == "user" and isinstance(m.get("content"), str)), ""))
-        if await self._busy():
+        pin = self._pin(conversation)
+        if await self._busy(pin):
             yield TextDelta(BUSY_LINE.get(lang, BUSY_LINE["en"]) + " ")
         after_tool = bool(messages) and messages[-1].get("role") == "tool"
         # The tool list stays in the prompt after a call too: the cached prefix is the same.
@@ -313,7 +338,7 @@ class LocalLlm:
                 try:
                     # Not the answer's language line: after the child's words it turned
                     # 我们来聊天吧 and "let's translate" into no call.
-                    call = await self._decide(prompt[:-1], tools)
+                    call = await self._decide(prompt[:-1], tools, pin)
                     break
                 except httpx2.TransportError as e:
                     if attempt:
@@ -330,7 +355,7 @@ class LocalLlm:
         # its answer. So words starting with "{" are held and, if they are a call to an
         # offered tool, yielded as one; text is passed on from its first piece.
         held: str | None = "" if tools and not after_tool else None
-        async for ev in self._inner.stream_chat(prompt, None):
+        async for ev in self._inner.stream_chat(prompt, None, extra_body=pin):
             if ev.kind == "error" and ev.reason == "connection":
                 self._state = None      # the next turn finds or starts a host
             if held is not None and ev.kind == "text":
@@ -346,7 +371,8 @@ class LocalLlm:
                     return
                 # JSON that is no call (`{"tool":"none"}`): asked again, for words this time.
                 log.info("local model: an answer that is neither words nor a call: %r", held[:200])
-                async for again in self._inner.stream_chat(prompt + [{"role": "system", "content": WORDS}], None):
+                async for again in self._inner.stream_chat(prompt + [{"role": "system", "content": WORDS}], None,
+                                                           extra_body=pin):
                     yield again
                 return
             yield ev

@@ -55,7 +55,7 @@ class OpenAiLlm:
         from ...pools import run_blocking
         await run_blocking(self.client)
 
-    def _request(self, messages, tools):
+    def _request(self, messages, tools, extra_body=None):
         req = {"model": self.model, "messages": messages, "stream": True}
         if tools:
             req["tools"] = tools
@@ -64,9 +64,10 @@ class OpenAiLlm:
                 req[key] = self.config[key]
         if self.config.get("extra_body"):
             req.update(self.config["extra_body"])
+        req.update(extra_body or {})
         return req
 
-    async def _open(self, messages, tools):
+    async def _open(self, messages, tools, extra_body=None):
         """POST the request through the client (its auth, timeouts, HTTP
         pool and error types) and return the unread streaming HTTP response.
 
@@ -76,10 +77,11 @@ class OpenAiLlm:
         sessions; the body we send is already plain JSON."""
         import httpx2   # the HTTP library the openai client is built on (its dependency)
         return await self.client().post("/chat/completions", cast_to=httpx2.Response,
-                                        body=self._request(messages, tools), stream=True,
+                                        body=self._request(messages, tools, extra_body), stream=True,
                                         options={"headers": {"Accept": "text/event-stream"}})
 
-    async def stream_chat(self, messages, tools=None, **_ignored):
+    async def stream_chat(self, messages, tools=None, extra_body=None, **_ignored):
+        """extra_body: keys added to this request's body (the local model pins its host's slot)."""
         import httpx2
         import openai
         response = None
@@ -89,7 +91,7 @@ class OpenAiLlm:
             # instead of leaving them half-run in an orphaned inner task.
             try:
                 async with asyncio.timeout(self.first_token_timeout):
-                    response = await self._open(messages, tools)
+                    response = await self._open(messages, tools, extra_body)
             except TimeoutError:
                 yield LlmError("timeout", "no answer from the model within %.0f s" % self.first_token_timeout)
                 return
