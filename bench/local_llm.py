@@ -26,6 +26,15 @@ from .speech import say
 
 QUESTIONS = ("How many legs does a spider have?", "Why is the sky blue?", "What do cows eat?",
              "What color is a banana?", "Can fish breathe under water?", "What is two plus three?")
+# What a child says -> the tool it asks for (None: words). Checked against the
+# tools the bench's session really has; a case whose tool it lacks is left out.
+DECISIONS = (("How many legs does a spider have?", None), ("Why is the sky blue?", None), ("恐龙吃什么？", None),
+             ("天为什么是蓝色的？", None), ("月亮上有兔子吗？", None), ("Tell me a story about a cat.", None),
+             ("Turn the volume up.", "self_audio_speaker_set_volume"),
+             ("把声音调大一点", "self_audio_speaker_set_volume"), ("我们来聊天吧", "switch_app"),
+             ("Let's translate.", "switch_app"), ("我想翻译", "switch_app"), ("我们来学英语吧", "switch_app"),
+             ("Play lesson one three times.", "start_repeater"), ("My name is Lily.", "remember"),
+             ("我叫小明，我六岁了。", "remember"), ("I like dinosaurs.", "remember"), ("Stop the music.", "self_mp3_stop"))
 CONCURRENT_TARGET_S = 2.5
 MAX_CHILDREN = 6
 
@@ -72,6 +81,26 @@ async def _children_at_once(url, n, utts):
             await dev.close()
 
 
+async def _decisions(llm, session):
+    """(right, asked, misses) over DECISIONS with the session's own tools and prompt."""
+    tools = session.tools.declarations(session.dialogue.tool_policy)
+    offered = {t["function"]["name"] for t in tools}
+    right, asked, misses = 0, 0, []
+    for words, want in DECISIONS:
+        if want is not None and want not in offered:
+            continue
+        got = None
+        async for ev in llm.stream_chat([{"role": "system", "content": session.dialogue.system_prompt},
+                                         {"role": "user", "content": words}], tools):
+            if ev.kind == "tool_call":
+                got = ev.name
+        asked += 1
+        right += got == want
+        if got != want:
+            misses.append("%s -> %s" % (words, got or "words"))
+    return right, asked, misses
+
+
 async def run_local_llm(children=MAX_CHILDREN):
     if not local_model.installed():
         raise RuntimeError("the local model is not prepared: run `make run` once (tools/setup.sh llm)")
@@ -94,6 +123,9 @@ async def run_local_llm(children=MAX_CHILDREN):
                     Figure("  first text -> first audio p50",
                            percentile([m["first_audio"] - m["first_text"] for m in marks if m.get("first_audio")], 50),
                            "s", note="the first sentence written to its end, spoken (Piper), sent")]
+        right, asked, misses = await _decisions(srv.services.llm, srv.services.seen[0])
+        figures.append(Figure("tool decisions right", right, "of %d" % asked,
+                              note="; ".join(misses) or "the session's own tools and prompt"))
         knee = 0
         for n in range(1, children + 1):
             firsts, waited = await _children_at_once(srv.url, n, utts)

@@ -50,7 +50,7 @@ def _offered(tools: list[dict]) -> dict[str, dict]:
         params = dict(f.get("parameters") or {})
         params.setdefault("type", "object")
         params.setdefault("properties", {})
-        out[f.get("name")] = params
+        out[str(f.get("name"))] = params
     return out
 
 
