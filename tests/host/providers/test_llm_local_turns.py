@@ -158,6 +158,28 @@ async def test_a_child_whose_slot_is_busy_hears_the_short_line(host):
     assert not said(evs).startswith(local.BUSY_LINE["en"])
 
 
+async def test_a_question_said_back_is_dropped_and_the_answer_goes_on(host):
+    host.reply("none").reply("恐龙吃什么？恐龙吃植物。")
+    llm = provider(host)
+    evs = await events(llm, [SYSTEM, {"role": "user", "content": "恐龙吃什么？"}])
+    assert said(evs) == "恐龙吃植物。"
+
+
+async def test_only_the_question_said_back_is_asked_again(host):
+    host.reply("none").reply("恐龙吃什么").reply("恐龙吃植物。")
+    llm = provider(host)
+    evs = await events(llm, [SYSTEM, {"role": "user", "content": "恐龙吃什么？"}])
+    assert said(evs) == "恐龙吃植物。"
+    assert "not the question again" in host.requests[2].messages[-1]["content"]
+
+
+async def test_a_short_answer_is_not_lost_while_held(host):
+    host.reply("none").reply("没有")
+    llm = provider(host)
+    assert said(await events(llm, [SYSTEM, {"role": "user", "content": "月亮上有兔子吗？"}])) == "没有"
+    assert len(host.requests) == 2
+
+
 def test_the_time_is_told_again_only_when_it_changed(monkeypatch):
     clock = [datetime.datetime(2026, 12, 6, 16, 28, 5)]
 

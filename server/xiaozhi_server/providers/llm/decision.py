@@ -39,7 +39,7 @@ EXAMPLES: list[tuple[str, str, dict[str, Any]]] = [
     ("Play lesson002 two times.", "start_repeater", {"name": "lesson002", "repeat": 2}),
     ("Stop the lesson.", "self.mp3.stop", {}),
 ]
-NO_TOOL = ("Why is the grass green?", "讲个故事吧")
+NO_TOOL = ("Why is the grass green?", "讲个故事吧", "What is my name?")
 
 
 def _offered(tools: list[dict]) -> dict[str, dict]:

@@ -38,6 +38,7 @@ import json
 import logging
 import os
 import pathlib
+import re
 from typing import Any
 
 from ...text.lang import language_of
@@ -53,8 +54,14 @@ BUSY_LINE = {"en": "Let me think.", "zh": "让我想一想。"}
 
 
 
-# Said only when the answer came as JSON that is no call.
-WORDS = "Answer the child in words, not JSON: one or two short spoken sentences."
+# Said only when the answer came as JSON that is no call, or as the question again.
+WORDS = "Answer the child in words, not JSON and not the question again: one or two short spoken sentences."
+_SENTENCE_END = re.compile(r"[。？！?!.\n]")
+
+
+def _bare(text: str) -> str:
+    """Letters and digits only, lower case: a question said back, whatever its marks."""
+    return "".join(c.lower() for c in text if c.isalnum())
 
 _ids = itertools.count(1)
 
@@ -87,21 +94,36 @@ def tool_list(tools: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# A tool's result, as a note from the system in the child's language. As the child's words
+# ("[tool result] true") the 1.5B answered "I don't know how to answer that"; "tell the child
+# what you did" came out as "You turned the volume up."; a call written as the assistant's own
+# "[I called X]" was copied into a later answer, spoken.
+TOOL_NOTE = {"en": 'You called %s and it returned: %s. Now tell the child in one short sentence what you did '
+                   'or found, as "I ...".',
+             "zh": "你调用了 %s，结果是：%s。现在用一句简短的中文告诉孩子你做了什么或查到了什么。"}
+
+
 def plain_history(messages: list[dict]) -> list[dict]:
-    """The dialogue's messages with tool calls and results as plain text: a
-    small model reads 'I called X' better than a format it was not tuned on."""
-    out = []
+    """The dialogue's messages with each tool call and its result as one
+    plain note: a small model reads that better than a format it was not
+    tuned on. The same messages always give the same text (the host's
+    cache finds past turns by it)."""
+    out: list[dict] = []
+    calls: dict[str, str] = {}
+    language = "en"
     for m in messages:
+        if m.get("role") == "user":
+            language = language_of(str(m.get("content") or ""))
         if m.get("role") == "assistant" and m.get("tool_calls"):
-            calls = "; ".join("%s(%s)" % (c["function"]["name"], c["function"].get("arguments") or "{}")
-                              for c in m["tool_calls"])
+            for c in m["tool_calls"]:
+                calls[c.get("id")] = "%s(%s)" % (c["function"]["name"], c["function"].get("arguments") or "{}")
             text = (m.get("content") or "").strip()
-            out.append({"role": "assistant", "content": (text + " " if text else "") + "[I called " + calls + "]"})
+            if text:
+                out.append({"role": "assistant", "content": text})
         elif m.get("role") == "tool":
-            # As a note from the system: as the child's words ("[tool result] true") the 1.5B
-            # answered "I don't know how to answer that".
-            out.append({"role": "system", "content": "The tool ran and returned: %s. Tell the child in one short "
-                        "sentence what you did." % str(m.get("content") or "")[:400]})
+            note = TOOL_NOTE["zh" if language == "zh" else "en"]
+            out.append({"role": "system", "content": note % (calls.get(m.get("tool_call_id"), "a tool"),
+                                                             str(m.get("content") or "")[:400])})
         else:
             out.append({"role": m["role"], "content": m.get("content") or ""})
     return out
@@ -350,27 +372,43 @@ class LocalLlm:
                 yield Done("tool_calls")
                 return
         assert self._inner is not None
-        # A call may come in the answer instead: asked to tell about themselves ("my name is
-        # Lily"), the 1.5B picks `none` at the decision and then writes the remember call as
-        # its answer. So words starting with "{" are held and, if they are a call to an
-        # offered tool, yielded as one; text is passed on from its first piece.
-        held: str | None = "" if tools and not after_tool else None
+        # The answer is held at its start, for two things a 1.5B does. Asked to tell about
+        # themselves ("my name is Lily") it may pick `none` at the decision and then write the
+        # remember call as its answer: a call to an offered tool is yielded as one. And it may
+        # say a Chinese question back before (or instead of) answering it: that sentence is
+        # dropped. Anything else is passed on once it is clearly neither.
+        words = "" if after_tool else _bare(next((str(m.get("content") or "") for m in reversed(messages)
+                                                  if m.get("role") == "user"), ""))
+        held: str | None = None if after_tool else ""
+        echo_checked = not words
         async for ev in self._inner.stream_chat(prompt, None, extra_body=pin):
             if ev.kind == "error" and ev.reason == "connection":
                 self._state = None      # the next turn finds or starts a host
             if held is not None and ev.kind == "text":
                 held += ev.text
-                if not held.strip() or held.lstrip().startswith("{"):
+                if not _bare(held) or (tools and held.lstrip().startswith("{")):
                     continue
+                if not echo_checked:
+                    end = _SENTENCE_END.search(held)
+                    if end is None and len(_bare(held)) <= len(words):
+                        continue        # it may yet be the question said back
+                    echo_checked = True
+                    if end is not None and _bare(held[:end.end()]) == words:
+                        held = held[end.end():]
+                        continue
                 ev, held = TextDelta(held), None
             elif held is not None and ev.kind == "done":
-                call = decision.parse_call(held, tools)
+                call = decision.parse_call(held, tools) if tools else None
                 if call is not None:
                     yield ToolCall("local-%d" % next(_ids), call[0], json.dumps(call[1], ensure_ascii=False))
                     yield Done("tool_calls")
                     return
-                # JSON that is no call (`{"tool":"none"}`): asked again, for words this time.
-                log.info("local model: an answer that is neither words nor a call: %r", held[:200])
+                if _bare(held) and _bare(held) != words and not held.lstrip().startswith("{"):
+                    yield TextDelta(held)       # a short answer, over before it was passed on
+                    yield ev
+                    return
+                # Nothing to say: JSON that is no call, or only the question said back.
+                log.info("local model: an answer that is no answer: %r", held[:200])
                 async for again in self._inner.stream_chat(prompt + [{"role": "system", "content": WORDS}], None,
                                                            extra_body=pin):
                     yield again
