@@ -116,13 +116,13 @@ def plain_history(messages: list[dict]) -> list[dict]:
             language = language_of(str(m.get("content") or ""))
         if m.get("role") == "assistant" and m.get("tool_calls"):
             for c in m["tool_calls"]:
-                calls[c.get("id")] = "%s(%s)" % (c["function"]["name"], c["function"].get("arguments") or "{}")
+                calls[str(c.get("id"))] = "%s(%s)" % (c["function"]["name"], c["function"].get("arguments") or "{}")
             text = (m.get("content") or "").strip()
             if text:
                 out.append({"role": "assistant", "content": text})
         elif m.get("role") == "tool":
             note = TOOL_NOTE["zh" if language == "zh" else "en"]
-            out.append({"role": "system", "content": note % (calls.get(m.get("tool_call_id"), "a tool"),
+            out.append({"role": "system", "content": note % (calls.get(str(m.get("tool_call_id")), "a tool"),
                                                              str(m.get("content") or "")[:400])})
         else:
             out.append({"role": m["role"], "content": m.get("content") or ""})
