@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "mcp_servers.json"
 PASSED_PREFIXES = ("OPENAI_",)
-PASSED_NAMES = ("PYTHONPATH",)
+PASSED_NAMES = ("PYTHONPATH", "XIAOZHI_MODEL_CACHE")   # the cache: where the offline model host is found
 DEFAULT_CALL_TIMEOUT_S = 20.0
 DEFAULT_START_TIMEOUT_S = 15.0
 

@@ -163,6 +163,9 @@ async def test_a_question_said_back_is_dropped_and_the_answer_goes_on(host):
     llm = provider(host)
     evs = await events(llm, [SYSTEM, {"role": "user", "content": "恐龙吃什么？"}])
     assert said(evs) == "恐龙吃植物。"
+    host.reply("none").reply("天空为什么是蓝色的？因为阳光里的蓝光散得最多。")
+    evs = await events(llm, [SYSTEM, {"role": "user", "content": "天为什么是蓝色的？"}])
+    assert said(evs) == "因为阳光里的蓝光散得最多。"
 
 
 async def test_only_the_question_said_back_is_asked_again(host):

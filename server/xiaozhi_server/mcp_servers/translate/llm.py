@@ -4,12 +4,15 @@ Environment (the server passes its own OPENAI_* through to this process):
 OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL (default gpt-4o-mini), and
 TRANSLATE_MODEL to use another model for translation only,
 TRANSLATE_TIMEOUT_S (default 15). With none of OPENAI_BASE_URL,
-OPENAI_API_KEY, OPENAI_MODEL set, no model is configured — the same rule
-the chat side uses.
+OPENAI_API_KEY, OPENAI_MODEL set, the translator asks the node's offline
+model when one serves (llm `local`: its llama.cpp host, found by its state
+file, providers/llm/llama_host.py); otherwise no model is configured — the
+same rule the chat side uses.
 
 One non-streaming request per job, temperature 0.2, no tools: a
 translation is short, and the caller speaks it only once it is whole.
 """
+import asyncio
 import os
 
 # Imported with the process, not on the first call: importing openai takes
@@ -19,6 +22,14 @@ import openai
 DEFAULT_MODEL = "gpt-4o-mini"
 TEMPERATURE = 0.2
 MAX_TOKENS = 1024
+
+
+def local_host():
+    """(Chat Completions base URL, model) of this node's offline model host,
+    or None when none serves. Blocking (a health check on loopback)."""
+    from xiaozhi_server.providers.llm import llama_host, local_model
+    state = llama_host.read_state(local_model.cache_root() / (local_model.DEFAULT_MODEL + ".gguf"))
+    return (state["url"] + "/v1", state.get("model") or local_model.DEFAULT_MODEL) if state else None
 
 
 class TranslateError(Exception):
@@ -35,7 +46,9 @@ class TranslatorLlm:
         self.configured = bool(self.base_url or self.api_key or env.get("OPENAI_MODEL"))
         self._client = None
 
-    def _get_client(self):
+    def _get_client(self, base_url=None):
+        if base_url is not None:        # the offline host: found anew each time (it may restart)
+            return openai.AsyncOpenAI(base_url=base_url, api_key="none", timeout=self.timeout, max_retries=0)
         if self._client is None:
             # No retries: a dead endpoint should come back as an error the
             # device can speak, not as a long silence.
@@ -45,11 +58,15 @@ class TranslatorLlm:
 
     async def complete(self, messages):
         """The model's reply text; raises TranslateError with a readable reason."""
+        base_url, model = None, self.model
         if not self.configured:
-            raise TranslateError("no language model is configured for translation")
+            local = await asyncio.to_thread(local_host)
+            if local is None:
+                raise TranslateError("no language model is configured for translation")
+            base_url, model = local
         try:
-            response = await self._get_client().chat.completions.create(
-                model=self.model, messages=messages, temperature=TEMPERATURE,
+            response = await self._get_client(base_url).chat.completions.create(
+                model=model, messages=messages, temperature=TEMPERATURE,
                 max_tokens=MAX_TOKENS, stream=False)
         except openai.APITimeoutError:
             raise TranslateError("the language model did not answer within %g s" % self.timeout) from None

@@ -32,6 +32,7 @@ EXAMPLES: list[tuple[str, str, dict[str, Any]]] = [
     ("Make it louder.", "self.audio_speaker.set_volume", {"volume": 80}),
     ("我们聊天吧", "switch_app", {"app_id": "chat"}),
     ("Help me translate.", "switch_app", {"app_id": "english_translation"}),
+    ("我们来翻译吧", "switch_app", {"app_id": "english_translation"}),
     ("我要学英语", "switch_app", {"app_id": "english_learning"}),
     ("My name is Tom.", "remember", {"name": "Tom"}),
     ("我叫小红，我六岁。", "remember", {"name": "小红", "age": 6}),

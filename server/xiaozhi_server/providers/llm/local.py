@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import difflib
 import itertools
 import json
 import logging
@@ -57,6 +58,13 @@ BUSY_LINE = {"en": "Let me think.", "zh": "让我想一想。"}
 # Said only when the answer came as JSON that is no call, or as the question again.
 WORDS = "Answer the child in words, not JSON and not the question again: one or two short spoken sentences."
 _SENTENCE_END = re.compile(r"[。？！?!.\n]")
+
+
+def _says_back(sentence: str, words: str) -> bool:
+    """The sentence is the child's question again, near enough (天空为什么是蓝色的 for
+    天为什么是蓝色的); an answer shares far less (恐龙吃植物 with 恐龙吃什么: 0.6)."""
+    said = _bare(sentence)
+    return bool(said and words) and difflib.SequenceMatcher(None, said, words).ratio() >= 0.8
 
 
 def _bare(text: str) -> str:
@@ -393,7 +401,7 @@ class LocalLlm:
                     if end is None and len(_bare(held)) <= len(words):
                         continue        # it may yet be the question said back
                     echo_checked = True
-                    if end is not None and _bare(held[:end.end()]) == words:
+                    if end is not None and _says_back(held[:end.end()], words):
                         held = held[end.end():]
                         continue
                 ev, held = TextDelta(held), None
@@ -403,7 +411,7 @@ class LocalLlm:
                     yield ToolCall("local-%d" % next(_ids), call[0], json.dumps(call[1], ensure_ascii=False))
                     yield Done("tool_calls")
                     return
-                if _bare(held) and _bare(held) != words and not held.lstrip().startswith("{"):
+                if _bare(held) and not _says_back(held, words) and not held.lstrip().startswith("{"):
                     yield TextDelta(held)       # a short answer, over before it was passed on
                     yield ev
                     return
