@@ -35,12 +35,13 @@ EXAMPLES: list[tuple[str, str, dict[str, Any]]] = [
     ("我们来翻译吧", "switch_app", {"app_id": "english_translation"}),
     ("我要学英语", "switch_app", {"app_id": "english_learning"}),
     ("My name is Tom.", "remember", {"name": "Tom"}),
-    ("我叫小红，我六岁。", "remember", {"name": "小红", "age": 6}),
+    ("我叫小红。", "remember", {"name": "小红"}),
+    ("I am six.", "remember", {"age": 6}),
     ("I like trains.", "remember", {"interests": ["trains"]}),
     ("Play lesson002 two times.", "start_repeater", {"name": "lesson002", "repeat": 2}),
     ("Stop the lesson.", "self.mp3.stop", {}),
 ]
-NO_TOOL = ("Why is the grass green?", "讲个故事吧", "What is my name?")
+NO_TOOL = ("Why is the grass green?", "How many wheels does a car have?", "讲个故事吧", "What is my name?")
 
 
 def _offered(tools: list[dict]) -> dict[str, dict]:
