@@ -121,11 +121,10 @@ class MqttLink:
 
     async def stop(self):
         if self._task is not None:
+            # gather, not `except CancelledError: pass`: that would also swallow a
+            # cancellation of stop() itself.
             self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         for t in list(self._handlers):
             t.cancel()

@@ -116,11 +116,10 @@ class Node:
 
     async def stop(self) -> None:
         if self._task is not None:
+            # gather, not `except CancelledError: pass`: that would also swallow a
+            # cancellation of stop() itself.
             self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         if not self.store.is_open:
             return
