@@ -227,5 +227,6 @@ def test_only_a_whole_call_to_an_offered_tool_is_a_call():
     assert decision.parse_call('{"tool":"none"}', TOOLS) is None
     assert decision.parse_call('{"tool":"self.power_off","args":{}}', TOOLS) is None
     assert decision.parse_call('{"tool":"remember"', TOOLS) is None
-    assert decision.parse('none"}') is None
-    assert decision.parse('switch_app","args":{"app_id":"chat"}}') == ("switch_app", {"app_id": "chat"})
+    assert decision.parse_call(decision.OPENING + 'none"}', TOOLS) is None
+    assert decision.parse_call(decision.OPENING + 'switch_app","args":{"app_id":"chat"}}', TOOLS) == \
+        ("switch_app", {"app_id": "chat"})

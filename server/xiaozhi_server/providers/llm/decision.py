@@ -105,24 +105,10 @@ def grammar(tools: list[dict]) -> str:
     return "%llguidance {}\nstart: " + " | ".join(alts) + "\n" + "\n".join(rules) + "\n"
 
 
-def parse(written: str) -> tuple[str, dict] | None:
-    """(tool, args) from the text written after OPENING; None for none or
-    anything that is not a whole call."""
-    if written.startswith("none"):
-        return None
-    try:
-        d = json.loads(OPENING + written)
-    except ValueError:
-        return None
-    if not isinstance(d, dict) or not isinstance(d.get("tool"), str) or d["tool"] == "none":
-        return None
-    args = d.get("args")
-    return d["tool"], (args if isinstance(args, dict) else {})
-
-
 def parse_call(text: str, tools: list[dict]) -> tuple[str, dict] | None:
-    """(tool, args) when `text` is a whole call, as the decision writes one,
-    to one of `tools`; None otherwise."""
+    """(tool, args) when `text` is a whole call to one of `tools` (the
+    decision's, OPENING included, or one written as an answer); None for
+    `{"tool":"none"}` or anything that is not a whole call."""
     try:
         d = json.loads(text.strip())
     except ValueError:

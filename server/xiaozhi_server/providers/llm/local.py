@@ -333,7 +333,7 @@ class LocalLlm:
         if written is None or written.startswith("none"):
             return None
         written = await self._complete(dict(body, max_tokens=200))
-        call = decision.parse(written or "")
+        call = decision.parse_call(decision.OPENING + (written or ""), tools)
         if call is None and not (written or "").startswith("none"):   # `none` in two tokens: words
             log.warning("local model: the tool decision is not a call: %r", (written or "")[:200])
         return call
