@@ -7,6 +7,7 @@ import time
 import pytest
 
 from parents_app import ParentsApp
+from testkit.fake_llm import Turn
 from test_repeater import ask_for_lesson
 
 
@@ -28,7 +29,9 @@ def test_alarm_wakes_the_board_into_its_pending_lesson(console, target):
             "app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3", "repeat": 2}}})
         assert app.ack(req)["ok"] is True
     console.event("alarm", alarm_id="hil_lesson", what="set", timeout=10)
-    target.llm.reply_tool_calls(("self_power_off", {}))
+    # For the request with the child's words: a reply the server starts early on
+    # partial words and drops would take a queued answer (pipeline/early_reply.py).
+    target.llm.answer("turn off", Turn(tool_calls=[("self_power_off", {})]))
     console.send("say Good night, please turn off.")
     console.event("standby", cause="power_off", timeout=40)
     console.event("sleep", timeout=10)

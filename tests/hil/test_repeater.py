@@ -1,11 +1,14 @@
 """The English repeater on the board: asked by voice, the server's LLM calls
 start_repeater, the board plays the SD-card lesson N times; a button press
 stops it and cancels the passes left."""
+from testkit.fake_llm import Turn
 
 
 def ask_for_lesson(console, target, repeat):
     target.need_sim("asking for a lesson by voice")
-    target.llm.reply_tool_calls(("start_repeater", {"name": "lesson1.mp3", "repeat": repeat}))
+    # For the request with the child's words, not the next request: a reply started
+    # early on partial words and dropped would take a queued one (pipeline/early_reply.py).
+    target.llm.answer("lesson", Turn(tool_calls=[("start_repeater", {"name": "lesson1.mp3", "repeat": repeat})]))
     console.opener_heard()
     console.send("say Please play lesson one %d times." % repeat)
     # the words as heard are the ASR's business (the LLM here is scripted): that it heard something is ours

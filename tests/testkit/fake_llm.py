@@ -215,9 +215,10 @@ class FakeLLM(ThreadedHttpServer):
         return self
 
     def clear(self):
-        """Drop every scripted turn not used yet (a shared server between tests)."""
+        """Drop every scripted turn and answer not used yet (a shared server between tests)."""
         with self._lock:
             self._script.clear()
+            self._answers.clear()
 
     def reply_tool_calls(self, *calls, text="", **timing):
         """Queue an answer calling tools: each call is (name, arguments dict or raw JSON str)."""
