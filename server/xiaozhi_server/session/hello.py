@@ -55,6 +55,10 @@ async def accept(session: Any, msg: dict) -> None:
     """Answer the hello, and start what lives from it on: the listener, the
     device's tools, the App Runtime."""
     session.hello = msg
+    if session.on_hello is not None:
+        # Before any await: two connections of one device are ordered by
+        # their hellos, so the older session is the one replaced.
+        session.on_hello()
     # Opus of any rate, channel count or frame length decodes into the
     # listener's 16 kHz; what we send down is announced as it really is.
     session.upstream = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]), **(msg.get("audio_params") or {}))

@@ -18,7 +18,7 @@ import contextvars
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, AsyncIterator, Coroutine, Protocol, cast
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Coroutine, Protocol, cast
 
 from .. import protocol as proto
 from ..config import SessionConfig
@@ -67,6 +67,9 @@ class Session:
         self.lines = services.lines             # every line it speaks (text/lines.py)
         self.family = getattr(services, "family", None)    # limits and usage (runtime/port.py FamilyRules)
         self.hello: dict | None = None
+        # called when the hello is taken, before it is answered: the server's
+        # one-session-per-device rule (transport/device_sessions.py)
+        self.on_hello: Callable[[], None] | None = None
         # what the device sends up
         self.upstream: dict[str, Any] = dict(cast(dict, proto.HELLO_DEFAULTS["audio_params"]))
         self.closed = False

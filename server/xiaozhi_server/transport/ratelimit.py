@@ -56,15 +56,12 @@ class LimitedConnection:
         self.dropped = 0
         self._in_row = 0
         self.closing = False
-        self.on_receive = None      # called before each recv (the server marks the hello)
 
     def __getattr__(self, name):
         return getattr(self._conn, name)
 
     async def recv(self):
         while True:
-            if self.on_receive is not None:
-                self.on_receive()
             message = await self._conn.recv()
             if self.closing:
                 continue        # closed for flooding: what was still queued is dropped

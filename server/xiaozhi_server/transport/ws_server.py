@@ -113,12 +113,10 @@ class WsServer:
         def hello_seen():
             # The device proved itself: no longer a pending connection, and
             # the device's newest session (an older one is told and closed).
-            if session.hello is not None:
-                self.guard.busy(transport)
-                limited.on_receive = None
-                if ident.device_id and not session.closed:
-                    self.device_sessions.claim(ident.device_id, session)
-        limited.on_receive = hello_seen
+            self.guard.busy(transport)
+            if ident.device_id and not session.closed:
+                self.device_sessions.claim(ident.device_id, session)
+        session.on_hello = hello_seen
         try:
             await session.run()
         finally:
