@@ -27,6 +27,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 import urllib.parse
 from typing import Any, Callable, Iterator
 
@@ -75,6 +76,9 @@ def _private_file(path: str) -> None:
             pass
 
 
+BUSY_WAIT_S = 30     # how long a statement waits for another process's lock
+
+
 class SqliteDatabase:
     dialect = "sqlite"
     now = "((julianday('now') - 2440587.5) * 86400.0)"
@@ -84,11 +88,25 @@ class SqliteDatabase:
         self.path = path
         self.address = path
         _private_file(path)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_WAIT_S)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._wal()
         self._db.execute("PRAGMA synchronous=NORMAL")
         self.on_connect: Callable[[], None] | None = None
+
+    def _wal(self) -> None:
+        # Turning a new file to WAL needs it alone, and SQLite answers "locked"
+        # at once, without its busy wait, while another process (nodes that
+        # start together) is doing the same: so this waits here.
+        deadline = time.monotonic() + BUSY_WAIT_S
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.05)
 
     def execute(self, sql: str, args: tuple | list = ()) -> Any:
         return self._db.execute(sql, args)

@@ -2,11 +2,12 @@
 calls give the same answers, and the schema is migrated once, in order."""
 import asyncio
 import sqlite3
+import threading
 import time
 
 import pytest
 
-from xiaozhi_server.store import schema
+from xiaozhi_server.store import schema, sql
 from xiaozhi_server.store.store import Store
 from xiaozhi_server.store.devices import (ADDED, CODE_TAKEN, FULL, PREFIX_FULL, SOURCE_FULL,
                                                   ActivationLimits)
@@ -164,6 +165,27 @@ async def test_nodes_starting_together_migrate_once(control_db):
     finally:
         for s in stores:
             await s.close()
+
+
+def test_nodes_opening_one_new_file_at_once_all_open_it(tmp_path):
+    """Three nodes starting together on a new SQLite file each turn it to WAL:
+    SQLite may answer "locked" at once, without its busy wait, to the others."""
+    failed = []
+    for n in range(200):
+        path, start = str(tmp_path / ("new%d.db" % n)), threading.Barrier(3)
+
+        def node():
+            start.wait()
+            try:
+                sql.open_database(path).close()
+            except sqlite3.OperationalError as e:
+                failed.append(str(e))
+        nodes = [threading.Thread(target=node) for _ in range(3)]
+        for t in nodes:
+            t.start()
+        for t in nodes:
+            t.join()
+    assert failed == []
 
 
 async def test_a_file_of_the_release_before_migrations_is_migrated_in_place(tmp_path):
