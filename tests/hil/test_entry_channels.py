@@ -29,9 +29,10 @@ def test_alarm_wakes_the_board_into_its_pending_lesson(console, target):
             "app_id": "english_learning", "task_id": "repeater", "params": {"name": "lesson1.mp3", "repeat": 2}}})
         assert app.ack(req)["ok"] is True
     console.event("alarm", alarm_id="hil_lesson", what="set", timeout=10)
-    # For the request with the child's words: a reply the server starts early on
-    # partial words and drops would take a queued answer (pipeline/early_reply.py).
-    target.llm.answer("turn off", Turn(tool_calls=[("self_power_off", {})]))
+    # Every request ending with the child's words, whatever the ASR heard: a reply
+    # prepared at a pause and dropped when the child went on would take a queued
+    # answer (pipeline/listener.py, the speculative end).
+    target.llm.answer("", Turn(tool_calls=[("self_power_off", {})]))
     console.send("say Good night, please turn off.")
     console.event("standby", cause="power_off", timeout=40)
     console.event("sleep", timeout=10)

@@ -6,9 +6,10 @@ from testkit.fake_llm import Turn
 
 def ask_for_lesson(console, target, repeat):
     target.need_sim("asking for a lesson by voice")
-    # For the request with the child's words, not the next request: a reply started
-    # early on partial words and dropped would take a queued one (pipeline/early_reply.py).
-    target.llm.answer("lesson", Turn(tool_calls=[("start_repeater", {"name": "lesson1.mp3", "repeat": repeat})]))
+    # Every request ending with the child's words, whatever the ASR heard: a reply
+    # prepared at a pause and dropped when the child went on would take a queued
+    # answer (pipeline/listener.py, the speculative end).
+    target.llm.answer("", Turn(tool_calls=[("start_repeater", {"name": "lesson1.mp3", "repeat": repeat})]))
     console.opener_heard()
     console.send("say Please play lesson one %d times." % repeat)
     # the words as heard are the ASR's business (the LLM here is scripted): that it heard something is ours

@@ -227,7 +227,8 @@ class FakeLLM(ThreadedHttpServer):
 
     def answer(self, words, turn):
         """Answer every request whose last user message contains `words` with
-        the Turn (before the queue): devices sharing one model each get their own."""
+        the Turn (before the queue): devices sharing one model each get their own.
+        `words` "": every request that ends with the child's words, whatever was heard."""
         with self._lock:
             self._answers.append((words.lower(), turn))
         return self
@@ -263,10 +264,11 @@ class FakeLLM(ThreadedHttpServer):
                 # tool's result gets the queue's answer (or the default).
                 msgs = rec.messages if isinstance(rec.body.get("messages"), list) else []
                 last = msgs[-1] if msgs and isinstance(msgs[-1], dict) else {}
-                last = str(last.get("content") or "").lower() if last.get("role") == "user" else ""
-                for words, turn in self._answers:
-                    if words in last:
-                        return turn
+                if last.get("role") == "user":
+                    said = str(last.get("content") or "").lower()
+                    for words, turn in self._answers:
+                        if words in said:
+                            return turn
             if self._script:
                 return self._script.pop(0)
         return Turn(text=self.default_reply) if self.default_reply is not None else None
