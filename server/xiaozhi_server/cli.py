@@ -55,10 +55,27 @@ def _run(args):
         except (RegistryError, ProviderError, configmod.ConfigError, ValueError) as e:
             print("xiaozhi-server: %s" % e, file=sys.stderr)
             return 2
-        try:
-            await server.start()
-        except Exception as e:
-            print("xiaozhi-server: could not start: %s" % e, file=sys.stderr)
+        # Ctrl-C stops at once; SIGTERM (a service manager's stop) and `node drain`
+        # drain first: no new devices, replies finish, sessions closed (docs/deploy.md).
+        # Both are caught from here on: a signal while the server starts or prints its
+        # banner stops it too, instead of leaving its workers and broker behind.
+        interrupted = asyncio.Event()
+        terminated = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+        loop.add_signal_handler(signal.SIGTERM, terminated.set)
+        starting = asyncio.ensure_future(server.start())
+        signalled = [asyncio.ensure_future(e.wait()) for e in (interrupted, terminated)]
+        await asyncio.wait([starting, *signalled], return_when=asyncio.FIRST_COMPLETED)
+        for w in signalled:
+            w.cancel()
+        if not starting.done():
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            print("xiaozhi-server stopping")
+            return await _stop(server)
+        if starting.exception() is not None:
+            print("xiaozhi-server: could not start: %s" % starting.exception(), file=sys.stderr)
             await server.stop()
             return 1
         llm = server.pool.llm if server.pool is not None else server.services.llm_line()
@@ -84,13 +101,6 @@ def _run(args):
         for line in _next_steps(cfg, server, llm):
             print(line)
         sys.stdout.flush()
-        # Ctrl-C stops at once; SIGTERM (a service manager's stop) and `node drain`
-        # drain first: no new devices, replies finish, sessions closed (docs/deploy.md).
-        interrupted = asyncio.Event()
-        terminated = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, interrupted.set)
-        loop.add_signal_handler(signal.SIGTERM, terminated.set)
         waits = [asyncio.ensure_future(e.wait()) for e in (interrupted, terminated, server.exit_requested)]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         if terminated.is_set() and not interrupted.is_set():
@@ -105,18 +115,22 @@ def _run(args):
         for w in waits:
             w.cancel()
         print("xiaozhi-server stopping")
-        sys.stdout.flush()
-        try:
-            await asyncio.wait_for(server.stop(), STOP_WAIT_S)
-        except asyncio.TimeoutError:
-            logging.getLogger("xiaozhi_server").error(
-                "the server did not stop within %.0f s (a connection or task that does not end): "
-                "exiting anyway", STOP_WAIT_S)
-            logging.shutdown()
-            os._exit(1)     # asyncio.run would wait for the stuck task again
-        return 0
+        return await _stop(server)
 
     return asyncio.run(main())
+
+
+async def _stop(server) -> int:
+    sys.stdout.flush()
+    try:
+        await asyncio.wait_for(server.stop(), STOP_WAIT_S)
+    except asyncio.TimeoutError:
+        logging.getLogger("xiaozhi_server").error(
+            "the server did not stop within %.0f s (a connection or task that does not end): "
+            "exiting anyway", STOP_WAIT_S)
+        logging.shutdown()
+        os._exit(1)     # asyncio.run would wait for the stuck task again
+    return 0
 
 
 def _provider(cfg, section):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 import testkit
+from testkit.child_procs import children, wait_gone
 from testkit.mosquitto import free_port
 from xiaozhi_server import config as configmod
 
@@ -120,6 +121,37 @@ async def test_make_run_in_an_empty_directory_writes_the_documented_file_and_sta
            "#   silence_ms: 160\n" in text
     assert "## Who may connect a device.\n# auth:\n" in text
     assert yaml.safe_load(uncommented(text)) == configmod.DEFAULTS
+
+
+async def test_ctrl_c_while_the_server_starts_stops_it_and_its_broker(tmp_path):
+    """Ctrl-C while `make run` is still starting (its broker up, the voice
+    providers loading) ends the server and the mosquitto it started: nothing
+    is left holding the ports for the next `make run`."""
+    env = dict(os.environ, PYTHONPATH=str(testkit.ROOT / "server"), XIAOZHI_WS_PORT="0", XIAOZHI_HTTP_PORT="0",
+               XIAOZHI_MQTT_PORT=str(free_port()), XIAOZHI_WORKERS="1")
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "XIAOZHI_TOKEN", "XIAOZHI_HOST", "MQTT_URL"):
+        env.pop(name, None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "xiaozhi_server", "run", cwd=tmp_path, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        logged = b""
+        while b"started mosquitto" not in logged:
+            line = await asyncio.wait_for(proc.stderr.readline(), 300)
+            assert line, "the server ended before its broker started: %s" % logged.decode()
+            logged += line
+        broker = children(proc.pid, "mosquitto")
+        assert broker, "no mosquitto child: %s" % logged.decode()
+        proc.send_signal(signal.SIGINT)
+        out = (await asyncio.wait_for(proc.stdout.read(), 120)).decode()
+        assert await asyncio.wait_for(proc.wait(), 60) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert "xiaozhi-server stopping" in out and "xiaozhi-server running" not in out
+    for pid in broker:
+        assert await asyncio.to_thread(wait_gone, pid, 30), "the broker %d outlived the server" % pid
 
 
 def test_every_environment_override_sets_a_typed_setting(tmp_path):
