@@ -58,6 +58,12 @@ def runtime_tools(session: SessionPort, runtime: AppRuntime) -> list[Tool]:
         app_id = args.get("app_id")
         if not isinstance(app_id, str):
             return ToolOutcome("error: app_id must be one of: %s" % ", ".join(apps), is_error=True)
+        entry = registry.apps[app_id].tasks.get(registry.apps[app_id].default_task) if app_id in registry.apps else None
+        if entry is not None and runtime.active == entry.key:
+            # "Let's chat" while chatting: the app goes on as it is, not started
+            # again (its opener would greet the child a second time).
+            return ToolOutcome(json.dumps(runtime.describe()), end_turn=True,
+                               say=task_line(session, entry, "switched"))
         try:
             result = await runtime.start_app_task(app_id, None, {}, proto.SOURCE_VOICE)
         except TaskError as e:

@@ -109,6 +109,26 @@ async def test_invalid_app_id_is_refused_and_the_app_stays(start_server, fake_ll
         await dev.close()
 
 
+async def test_asking_for_the_app_already_running_goes_on_without_a_second_opener(start_server, fake_llm):
+    fake_llm.reply_tool_calls(("switch_app", {"app_id": "chat"}))
+    fake_llm.reply("🙂 Why did the cat sit on the computer? To keep an eye on the mouse!")
+    server = await start_server(server_config(fake_llm.base_url, apps=OPENERS))
+    dev = await connect(server)
+    try:
+        await dev.wait_json("tts", state="stop", timeout=15)           # the opener
+        await dev.detect("我们来聊天吧")
+        await dev.wait_for(lambda: "好的，我们来聊天吧！" in dev.texts(), timeout=15)
+        await dev.wait_json("tts", state="stop", since=dev.json[-1][0], timeout=15)
+        await dev.detect("tell me a joke")
+        await dev.wait_for(lambda: any("mouse" in t for t in dev.texts()), timeout=15)
+        said = dev.texts()
+        assert said == ["你好呀，我们来聊天吧！", "好的，我们来聊天吧！", "Why did the cat sit on the computer?",
+                        "To keep an eye on the mouse!"], "one opener, then the switch's line, then the answer"
+        assert session_of(server).runtime.active == "chat.conversation"
+    finally:
+        await dev.close()
+
+
 async def test_start_repeater_plays_on_the_device(start_server, fake_llm):
     fake_llm.reply_tool_calls(("start_repeater", {"name": "lesson001.mp3", "repeat": 3, "power_off_after": True}))
     server = await start_server(server_config(fake_llm.base_url, apps=OPENERS))
