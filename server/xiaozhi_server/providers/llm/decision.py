@@ -99,10 +99,35 @@ def grammar(tools: list[dict]) -> str:
     writes is a token it decodes)."""
     rules, alts = [], ['"none\\"}"']
     for i, (name, schema) in enumerate(_offered(tools).items()):
-        schema = dict(schema, **{"x-guidance": {"whitespace_flexible": False}})
+        schema = dict(_for_grammar(schema), **{"x-guidance": {"whitespace_flexible": False}})
         rules.append("call%d: %s %%json %s \"}\"" % (i, json.dumps(name + '","args":'), json.dumps(schema)))
         alts.append("call%d" % i)
     return "%llguidance {}\nstart: " + " | ".join(alts) + "\n" + "\n".join(rules) + "\n"
+
+
+# The string formats llguidance writes; any other (the protocol's own sd_name,
+# hh:mm) fails the whole grammar, and the host then decides unconstrained.
+GRAMMAR_FORMATS = frozenset(("date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"))
+
+
+def _for_grammar(schema: Any) -> Any:
+    """A tool's schema as llguidance takes it: formats it does not know
+    dropped (the tool checks its own arguments), oneOf read as anyOf."""
+    if isinstance(schema, list):
+        return [_for_grammar(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k == "format" and isinstance(v, str) and v not in GRAMMAR_FORMATS:
+            continue
+        if k in ("properties", "$defs", "definitions") and isinstance(v, dict):
+            out[k] = {name: _for_grammar(sub) for name, sub in v.items()}    # names, not keywords
+        elif k in ("enum", "const", "default", "examples"):
+            out[k] = v
+        else:
+            out["anyOf" if k == "oneOf" else k] = _for_grammar(v)
+    return out
 
 
 def parse_call(text: str, tools: list[dict]) -> tuple[str, dict] | None:
