@@ -18,6 +18,7 @@ import datetime
 import json
 
 import pytest
+from llguidance import LLMatcher
 
 from testkit.fake_llm import FakeLLM
 from xiaozhi_server.providers.llm import decision, local
@@ -55,7 +56,16 @@ def said(evs):
     return "".join(ev.text for ev in evs if ev.kind == "text")
 
 
-async def test_a_later_turn_begins_with_what_the_host_read_for_the_earlier_one(host):
+class StillClock(datetime.datetime):
+    """One minute that does not pass: the time line is told again when the minute changes."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return datetime.datetime(2026, 12, 6, 16, 28, 5)
+
+
+async def test_a_later_turn_begins_with_what_the_host_read_for_the_earlier_one(host, monkeypatch):
+    monkeypatch.setattr(local.datetime, "datetime", StillClock)
     host.reply("none").reply("A spider has eight legs.").reply("none").reply("Cows eat grass.")
     llm = provider(host)
     first = [SYSTEM, {"role": "user", "content": "How many legs does a spider have?"}]
@@ -70,6 +80,20 @@ async def test_a_later_turn_begins_with_what_the_host_read_for_the_earlier_one(h
     # Turn one was asked with the time, turn two (the same minute) reads no time again.
     lines = [m["content"] for m in decision_two if m["role"] == "system"]
     assert sum(line.startswith("Time, if asked") for line in lines) == 1
+
+
+async def test_a_conversation_ending_in_the_servers_own_lines_is_read_ahead_up_to_them(host):
+    # The opener and a re-invite close the kept conversation: llama.cpp refuses a request
+    # ending in two assistant messages (HTTP 400), so the head read ahead stops before them.
+    llm = provider(host)
+    kept = [SYSTEM, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! What shall we do?"},
+            {"role": "assistant", "content": "Still there?"}]
+    await llm.prepare(kept, TOOLS, conversation="kid")
+    head = host.requests[-1].messages
+    assert head[-1]["role"] != "assistant" and {"role": "user", "content": "Hi"} in head
+    host.reply("none").reply("Hello again!")
+    assert said(await events(llm, kept + [{"role": "user", "content": "Hello"}], conversation="kid")) == "Hello again!"
+    assert host.requests[-2].messages[:len(head)] == head
 
 
 async def test_a_none_decision_is_one_token_and_the_answer_is_its_head(host):
@@ -111,6 +135,21 @@ async def test_json_that_is_no_call_is_asked_again_for_words(host):
     assert said(evs) == "No, there are no rabbits on the moon."
     assert not [ev for ev in evs if ev.kind == "tool_call"]
     assert "not JSON" in host.requests[2].messages[-1]["content"]
+
+
+async def test_a_call_written_again_after_a_tools_result_is_not_taken_and_words_are_asked_for(host):
+    # Seen on make run: after remember, the answer was JSON the child never heard.
+    host.reply('{"tool":"remember","args":{"name":"Lily","age":6}}', chunk_delay=0.01)
+    host.reply("Nice to meet you, Lily!")
+    llm = provider(host)
+    evs = await events(llm, [
+        SYSTEM, {"role": "user", "content": "My name is Lily and I am six."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "remember", "arguments": '{"name": "Lily", "age": 6}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": 'remembered: {"name": "Lily", "age": 6}'}])
+    assert said(evs) == "Nice to meet you, Lily!"
+    assert not [ev for ev in evs if ev.kind == "tool_call"]
+    assert "not JSON" in host.requests[-1].messages[-1]["content"]
 
 
 async def test_words_starting_with_a_brace_that_are_no_call_are_not_lost(host):
@@ -220,6 +259,20 @@ def test_the_grammar_offers_each_tool_under_its_own_schema_and_none():
         assert json.dumps(name + '","args":') in g
     assert '"none\\"}"' in g
     assert json.dumps(dict(TOOLS[1]["function"]["parameters"], **{"x-guidance": {"whitespace_flexible": False}})) in g
+
+
+def test_a_device_tool_schema_llguidance_cannot_write_is_eased_not_dropped():
+    # Another firmware's tool: an argument named "format", a format of its own, a oneOf.
+    odd = {"type": "function", "function": {"name": "self_photo_save", "description": "Save a photo.", "parameters": {
+        "type": "object", "required": ["format"],
+        "properties": {"format": {"type": "string", "enum": ["jpg", "png"]},
+                       "album": {"type": "string", "format": "album-name"},
+                       "size": {"oneOf": [{"type": "integer"}, {"type": "string", "format": "date"}]}}}}}
+    g = decision.grammar(TOOLS + [odd])
+    refused, why = LLMatcher.validate_grammar_with_warnings(g)
+    assert not refused, why
+    assert '"format": {"type": "string", "enum": ["jpg", "png"]}' in g and '"format": "date"' in g
+    assert "album-name" not in g
 
 
 def test_only_a_whole_call_to_an_offered_tool_is_a_call():

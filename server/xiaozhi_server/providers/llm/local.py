@@ -250,8 +250,15 @@ class LocalLlm:
         pin = self._pin(conversation)
         if await self._busy(pin):
             return
-        body = dict({"messages": self._prompt(messages, tools, "en"), "max_tokens": 1, "cache_prompt": True}, **pin)
-        await self._http.post("/v1/chat/completions", json=body)
+        head = self._prompt(messages, tools, "en")
+        # Up to the last of the server's own lines (an opener, a re-invite): the host
+        # refuses two assistant messages at the end (HTTP 400) and reads one as a begun reply.
+        while head and head[-1]["role"] == "assistant":
+            head.pop()
+        body = dict({"messages": head, "max_tokens": 1, "cache_prompt": True}, **pin)
+        r = await self._http.post("/v1/chat/completions", json=body)
+        if r.status_code != 200:
+            log.warning("local model: reading a session's head was refused (%s): %s", r.status_code, r.text[:300])
 
     def _pin(self, conversation) -> dict:
         """The host slot a conversation keeps (`id_slot`), given in turn to
@@ -385,15 +392,21 @@ class LocalLlm:
         # remember call as its answer: a call to an offered tool is yielded as one. And it may
         # say a Chinese question back before (or instead of) answering it: that sentence is
         # dropped. Anything else is passed on once it is clearly neither.
+        # After a tool's result it may write a call again (copying the note): no call is taken
+        # then (no loop of calls), and the answer is asked for in words at once.
         words = "" if after_tool else _bare(next((str(m.get("content") or "") for m in reversed(messages)
                                                   if m.get("role") == "user"), ""))
-        held: str | None = None if after_tool else ""
+        held: str | None = ""
         echo_checked = not words
-        async for ev in self._inner.stream_chat(prompt, None, extra_body=pin):
+        stream = self._inner.stream_chat(prompt, None, extra_body=pin)
+        async for ev in stream:
             if ev.kind == "error" and ev.reason == "connection":
                 self._state = None      # the next turn finds or starts a host
             if held is not None and ev.kind == "text":
                 held += ev.text
+                if after_tool and held.lstrip().startswith("{"):
+                    await stream.aclose()       # ends the host's generation of it
+                    break
                 if not _bare(held) or (tools and held.lstrip().startswith("{")):
                     continue
                 if not echo_checked:
@@ -406,7 +419,7 @@ class LocalLlm:
                         continue
                 ev, held = TextDelta(held), None
             elif held is not None and ev.kind == "done":
-                call = decision.parse_call(held, tools) if tools else None
+                call = decision.parse_call(held, tools) if tools and not after_tool else None
                 if call is not None:
                     yield ToolCall("local-%d" % next(_ids), call[0], json.dumps(call[1], ensure_ascii=False))
                     yield Done("tool_calls")
@@ -415,10 +428,12 @@ class LocalLlm:
                     yield TextDelta(held)       # a short answer, over before it was passed on
                     yield ev
                     return
-                # Nothing to say: JSON that is no call, or only the question said back.
-                log.info("local model: an answer that is no answer: %r", held[:200])
-                async for again in self._inner.stream_chat(prompt + [{"role": "system", "content": WORDS}], None,
-                                                           extra_body=pin):
-                    yield again
-                return
+                break
             yield ev
+        else:
+            return
+        # Nothing to say: JSON that is no call, or only the question said back.
+        log.info("local model: an answer that is no answer: %r", (held or "")[:200])
+        async for again in self._inner.stream_chat(prompt + [{"role": "system", "content": WORDS}], None,
+                                                   extra_body=pin):
+            yield again
