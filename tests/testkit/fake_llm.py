@@ -112,6 +112,8 @@ class _Handler:
     async def get(self, request):
         if request.path.rstrip("/").endswith("/models"):
             return web.json_response({"object": "list", "data": [{"id": self.fake.model, "object": "model"}]})
+        if request.path.rstrip("/") == "/health" and self.fake.slots is not None:
+            return web.json_response({"status": "ok"})      # llama.cpp's server is up
         if request.path.rstrip("/") == "/slots" and self.fake.slots is not None:
             # llama.cpp's server: one entry per slot, `is_processing` while it decodes a request.
             return web.json_response([{"id": i, "is_processing": busy} for i, busy in enumerate(self.fake.slots)])

@@ -4,6 +4,9 @@ The language model is the scripted OpenAI-compatible HTTP server: each
 test checks what the model was asked (prompt rules, direction, temperature,
 no tools) and that the caller gets back exactly the translation.
 """
+import json
+import os
+
 import pytest
 import pytest_asyncio
 
@@ -11,6 +14,7 @@ from testkit.fake_llm import FakeLLM
 from xiaozhi_server.mcp import server_config
 from xiaozhi_server.mcp.server_processes import ServerProcesses
 from xiaozhi_server.mcp_servers.translate import languages, prompt
+from xiaozhi_server.providers.llm import local_model
 
 on_module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -162,6 +166,28 @@ async def test_without_a_model_the_error_says_so():
         await manager.close()
     assert is_error
     assert text == "no language model is configured for translation"
+
+
+@on_module_loop
+async def test_with_only_the_offline_model_a_translation_goes_to_its_own_slot(tmp_path):
+    """No OPENAI_* setting: the translator asks this node's offline model host
+    (found by its state file in the model cache), in the slot the host keeps
+    for translations, not in one holding a child's conversation."""
+    with FakeLLM() as host:
+        host.slots = [False, False, False]          # llama.cpp's server: two conversations' slots and one more
+        state = tmp_path / (local_model.DEFAULT_MODEL + ".gguf.host.json")
+        state.write_text(json.dumps({"url": host.base_url.removesuffix("/v1"), "pid": os.getpid(), "slots": 2,
+                                     "translation_slot": 2, "model": local_model.DEFAULT_MODEL + ".gguf"}))
+        manager = _translate_only({"XIAOZHI_MODEL_CACHE": str(tmp_path)})
+        try:
+            assert await manager.start() == ["translate"]
+            host.reply("I like puppies.")
+            text, is_error = await manager.call("translate", {"text": "我喜欢小狗。"})
+        finally:
+            await manager.close()
+    assert (text, is_error) == ("I like puppies.", False)
+    (asked,) = host.requests
+    assert asked.body["id_slot"] == 2 and _user(asked) == ["我喜欢小狗。"]
 
 
 # --- the pure parts, in-process ------------------------------------

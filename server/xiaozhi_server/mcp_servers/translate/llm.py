@@ -25,11 +25,16 @@ MAX_TOKENS = 1024
 
 
 def local_host():
-    """(Chat Completions base URL, model) of this node's offline model host,
-    or None when none serves. Blocking (a health check on loopback)."""
+    """(Chat Completions base URL, model, extra request fields) of this node's
+    offline model host, or None when none serves. Blocking (a health check on
+    loopback). The host keeps a slot for translations (`translation_slot`):
+    sent anywhere else, one would push a child's conversation out of its slot."""
     from xiaozhi_server.providers.llm import llama_host, local_model
     state = llama_host.read_state(local_model.cache_root() / (local_model.DEFAULT_MODEL + ".gguf"))
-    return (state["url"] + "/v1", state.get("model") or local_model.DEFAULT_MODEL) if state else None
+    if state is None:
+        return None
+    extra = {"id_slot": state["translation_slot"]} if isinstance(state.get("translation_slot"), int) else {}
+    return state["url"] + "/v1", state.get("model") or local_model.DEFAULT_MODEL, extra
 
 
 class TranslateError(Exception):
@@ -58,16 +63,16 @@ class TranslatorLlm:
 
     async def complete(self, messages):
         """The model's reply text; raises TranslateError with a readable reason."""
-        base_url, model = None, self.model
+        base_url, model, extra = None, self.model, None
         if not self.configured:
             local = await asyncio.to_thread(local_host)
             if local is None:
                 raise TranslateError("no language model is configured for translation")
-            base_url, model = local
+            base_url, model, extra = local
         try:
             response = await self._get_client(base_url).chat.completions.create(
                 model=model, messages=messages, temperature=TEMPERATURE,
-                max_tokens=MAX_TOKENS, stream=False)
+                max_tokens=MAX_TOKENS, stream=False, extra_body=extra or None)
         except openai.APITimeoutError:
             raise TranslateError("the language model did not answer within %g s" % self.timeout) from None
         except openai.APIStatusError as exc:

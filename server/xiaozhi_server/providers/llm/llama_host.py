@@ -101,9 +101,11 @@ def serve(model: str, slots: int, threads: int, context: int, owner: int, warm_p
 
     params = xlc.CommonParams()
     params.model.path = model
-    params.n_parallel = slots
-    # The context is shared by the slots; each gets context / slots tokens.
-    params.n_ctx = context * slots
+    # One slot more than the conversations' for the translator (mcp_servers/translate/llm.py):
+    # its requests would otherwise push a child's conversation out of a slot.
+    params.n_parallel = slots + 1
+    # The context is shared by the slots; each gets `context` tokens.
+    params.n_ctx = context * (slots + 1)
     # Reading the prompt takes every core; writing leaves one to the voices:
     # the first sentence is spoken while the model writes the next, and
     # llama.cpp's threads spin, so a thread per core starves the TTS (and is
@@ -129,8 +131,8 @@ def serve(model: str, slots: int, threads: int, context: int, owner: int, warm_p
                 print("warming slot %d failed: %s" % (slot, e), file=sys.stderr)
     path = state_path(pathlib.Path(model))
     tmp = path.with_name(path.name + ".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps({"url": url, "pid": os.getpid(), "slots": slots, "threads": threads,
-                               "model": pathlib.Path(model).name}))
+    tmp.write_text(json.dumps({"url": url, "pid": os.getpid(), "slots": slots, "translation_slot": slots,
+                               "threads": threads, "model": pathlib.Path(model).name}))
     os.replace(tmp, path)
     print("local model host: %s at %s, %d slots, %d threads" % (model, url, slots, threads), file=sys.stderr,
           flush=True)

@@ -285,7 +285,8 @@ class LocalLlm:
             slots = r.json()
             if pin and "id_slot" in pin:
                 return any(s.get("id") == pin["id_slot"] and s.get("is_processing") for s in slots)
-            return bool(slots) and all(s.get("is_processing") for s in slots)
+            ours = [s for s in slots if s.get("id", 0) < self.slots]     # not the translator's
+            return bool(ours) and all(s.get("is_processing") for s in ours)
         except Exception:
             return False
 
