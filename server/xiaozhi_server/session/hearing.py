@@ -21,6 +21,7 @@ from ..pipeline.care import write_later
 from ..pipeline.reply import Turn, committed
 from ..pipeline.safety import Instead
 from ..text.phrases import plain
+from .floor import lang_of
 
 if TYPE_CHECKING:
     from ..pipeline.listener import Listener
@@ -102,6 +103,9 @@ class Hearing:
                 session.spawn(self._say_instead(heard, turn))
                 return
             turn.text = heard
+        # The server's own lines (a tool's, an app's) are said in the language
+        # of the child's last words: config language is only where it starts.
+        session.language = lang_of(turn.text, session.language)
         session.spawn(self.floor.answered(self._send_stt, turn))
         if turn.commit is not None:
             # A speculative end of turn: if the child goes on, the reply

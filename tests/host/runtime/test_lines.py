@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from testkit.fake_llm import Turn
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
 from xiaozhi_server.services import Services
@@ -32,11 +33,15 @@ async def test_an_operators_line_is_heard_over_the_wire(tmp_path, start_server, 
 async def test_a_task_line_from_the_lines_file_is_spoken(tmp_path, start_server, fake_llm):
     mine = tmp_path / "lines.json"
     mine.write_text(json.dumps({"task.chat.conversation.switched": {"zh": "又可以聊天啦！", "en": "Chat time again!"}}), encoding="utf-8")
-    fake_llm.reply_tool_calls(("switch_app", {"app_id": "chat"}))
+    fake_llm.answer("chat", Turn(tool_calls=[("switch_app", {"app_id": "chat"})]))
+    fake_llm.answer("聊天", Turn(tool_calls=[("switch_app", {"app_id": "chat"})]))
     server = await start_server(server_config(fake_llm.base_url, apps=QUIET, lines={"file": str(mine)}))
     async with WireDevice(server.ws.url, mcp=False) as dev:
         await dev.hello()
+        # In the language of the child's words, whatever the server's starting language (zh).
         await dev.detect("let's just chat")
+        await dev.wait_for(lambda: "Chat time again!" in dev.texts(), timeout=15)
+        await dev.detect("我们聊天吧")
         await dev.wait_for(lambda: "又可以聊天啦！" in dev.texts(), timeout=15)
 
 
