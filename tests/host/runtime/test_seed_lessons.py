@@ -7,6 +7,7 @@ import json
 from testkit import ROOT
 from testkit.server import server_config
 from testkit.wire_device import WireDevice
+from xiaozhi_server.runtime.lessons import match_lesson
 
 EXAMPLES = ROOT / "shared" / "protocol" / "examples" / "result_self.mp3.get_list"
 SENING_LIST = json.loads((EXAMPLES / "ok-sening.json").read_text())   # {"files": [{"name": ...}, ...]}
@@ -54,3 +55,24 @@ async def test_missing_lesson_names_what_the_sening_card_holds(start_server, fak
         history = runtime_of(server).session.dialogue.history
         tool_lines = [m["content"] for m in history if m["role"] == "tool"]
         assert tool_lines == ["error: no lesson named lesson009.mp3; the card has: lesson001.mp3, lesson002.mp3"]
+
+
+async def test_a_lesson_named_as_the_child_said_it_plays_the_one_file_it_means(start_server, fake_llm):
+    # "lesson one" as a model writes it, for the card's lesson001.mp3 (seen on make run:
+    # lesson001 asked of a card holding lesson1.mp3 was "not found").
+    fake_llm.reply_tool_calls(("start_repeater", {"name": "Lesson one", "repeat": 2}))
+    server = await start_server(server_config(fake_llm.base_url, apps=OPENERS))
+    async with WireDevice(server.ws.url, tools=board(SENING_LIST), page_limit=10) as dev:
+        await dev.hello()
+        await dev.detect("play lesson one two times")
+        await dev.wait_for(lambda: any(n == "self.mp3.play" for n, _a in dev.tool_calls), timeout=15)
+        assert [a for n, a in dev.tool_calls if n == "self.mp3.play"] == \
+            [{"name": "lesson001.mp3", "repeat": 2, "power_off_after": False}]
+
+
+def test_a_lesson_name_matches_one_file_by_its_words_and_numbers_or_none():
+    files = ["lesson1.mp3", "Lesson12.mp3", "story_three.mp3", "第一课.mp3", "song2.mp3", "song02b.mp3"]
+    assert [match_lesson(n, files) for n in ("lesson001", "LESSON_1", "lesson twelve", "story 3", "第1课")] == \
+        ["lesson1.mp3", "lesson1.mp3", "Lesson12.mp3", "story_three.mp3", "第一课.mp3"]
+    assert match_lesson("lesson3", files) is None and match_lesson("lesson", files) is None
+    assert match_lesson("song 2", files + ["Song_2.mp3"]) is None     # two files it could mean: neither
