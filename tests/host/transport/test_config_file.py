@@ -96,16 +96,21 @@ def test_a_section_refuses_a_key_it_does_not_hold_even_built_from_a_dict():
     assert configmod.VadConfig.of({"vad": {"gate": False, "silence_ms": 200}}).silence_ms == 200
 
 
-async def test_make_run_in_an_empty_directory_writes_the_documented_file_and_starts(tmp_path):
-    # What `make run` does, in a fresh directory: no var/server.yaml yet. The
-    # ports are the test's own (the environment overrides, as documented).
+async def make_run(directory):
+    """`xiaozhi-server run` as `make run` starts it, in `directory`, on the test's
+    own ports (the environment overrides, as documented) and no outside model."""
     env = dict(os.environ, PYTHONPATH=str(testkit.ROOT / "server"), XIAOZHI_WS_PORT="0", XIAOZHI_HTTP_PORT="0",
                XIAOZHI_MQTT_PORT=str(free_port()), XIAOZHI_WORKERS="1")
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "XIAOZHI_TOKEN", "XIAOZHI_HOST", "MQTT_URL"):
         env.pop(name, None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "xiaozhi_server", "run", cwd=tmp_path, env=env,
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "xiaozhi_server", "run", cwd=directory, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def test_make_run_in_an_empty_directory_writes_the_documented_file_and_starts(tmp_path):
+    # What `make run` does, in a fresh directory: no var/server.yaml yet.
+    proc = await make_run(tmp_path)
     try:
         said = []
         while not any("config    : var/server.yaml" in line for line in said):
@@ -127,13 +132,7 @@ async def test_ctrl_c_while_the_server_starts_stops_it_and_its_broker(tmp_path):
     """Ctrl-C while `make run` is still starting (its broker up, the voice
     providers loading) ends the server and the mosquitto it started: nothing
     is left holding the ports for the next `make run`."""
-    env = dict(os.environ, PYTHONPATH=str(testkit.ROOT / "server"), XIAOZHI_WS_PORT="0", XIAOZHI_HTTP_PORT="0",
-               XIAOZHI_MQTT_PORT=str(free_port()), XIAOZHI_WORKERS="1")
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "XIAOZHI_TOKEN", "XIAOZHI_HOST", "MQTT_URL"):
-        env.pop(name, None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "xiaozhi_server", "run", cwd=tmp_path, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await make_run(tmp_path)
     try:
         logged = b""
         while b"started mosquitto" not in logged:
